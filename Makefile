@@ -1,0 +1,39 @@
+# The two commands of the README's quick start: `make demo` and `make test`.
+# Both install what they need (MariaDB server, sysbench) with apt when it is missing.
+
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+APT := DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get
+CARGO ?= cargo
+
+.PHONY: demo demo-quick test deps build bench clean
+
+## Install the MariaDB server and sysbench when missing (Debian/Ubuntu).
+deps:
+	@if ! command -v mariadbd >/dev/null 2>&1 && [ ! -x /usr/sbin/mariadbd ] && [ ! -x /usr/sbin/mysqld ] \
+	   || ! command -v sysbench >/dev/null 2>&1; then \
+	  echo "Installing mariadb-server and sysbench with apt-get..."; \
+	  $(APT) update -q && $(APT) install -y -q mariadb-server sysbench; \
+	fi
+
+build:
+	$(CARGO) build --release
+
+## The main job: general log, slow log and audit vs off on a throwaway MariaDB.
+demo: deps build
+	./target/release/dbtax demo
+
+demo-quick: deps build
+	./target/release/dbtax demo --quick
+
+## Formatting, lints, and every test (unit, CLI, statistics, real MariaDB).
+test: deps
+	$(CARGO) fmt --check
+	$(CARGO) clippy --all-targets -- -D warnings
+	$(CARGO) test
+
+## dbtax vs sysbench: client CPU per query and QPS, by threads (prints ratios).
+bench: deps build
+	bash bench/vs-sysbench.sh
+
+clean:
+	$(CARGO) clean

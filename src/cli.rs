@@ -1,0 +1,213 @@
+//! Flags and their docs only (clap derive). `config.rs` turns them into validated values; the
+//! rest of dbtax never sees a flag.
+
+use crate::workload::WorkloadKind;
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+
+/// What will turning on a server feature cost your database? dbtax drives a real
+/// MySQL/MariaDB server at a sweep of client concurrencies, switches the feature on and off in
+/// interleaved trials, and reports the overhead with a 95% confidence interval.
+#[derive(Debug, Parser)]
+#[command(name = "dbtax", version, about, long_about = None)]
+#[command(after_help = "Examples:
+  dbtax demo --quick                      general log, slow log, audit vs off on a throwaway MariaDB
+  dbtax bench --workload point-select --threads 8 --duration 5s
+  dbtax run --feature general-log --threads 1,8 --precision 3
+  dbtax run experiment.toml --target 'mysql://root:pw@127.0.0.1:3306/test' --dry-run
+  dbtax features --target 'mysql://root@localhost/?socket=/run/mysqld/mysqld.sock'
+  dbtax restore --target 'mysql://root:pw@127.0.0.1:3306/'")]
+pub struct Cli {
+    /// The command.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run one measurement (one trial) and print QPS, latency and CPU per query.
+    #[command(after_help = "Examples:
+  dbtax bench                                           point selects, 8 clients, 10 s, throwaway MariaDB
+  dbtax bench --workload read-write --threads 16 --duration 30s --json
+  dbtax bench --workload query --query 'select 1' --threads 64 --queries 1000000
+  dbtax bench --target 'mysql://root@localhost/test?socket=/run/mysqld/mysqld.sock'")]
+    Bench(BenchArgs),
+    /// Run an experiment: variants × thread counts in interleaved, randomized blocks.
+    #[command(after_help = "Examples:
+  dbtax run --feature general-log --feature slow-log --threads 1,4,16 --repeats 10
+  dbtax run --feature general-log --threads 8 --precision 3 --budget 3m
+  dbtax run experiment.toml --out results/ --dry-run
+  dbtax run experiment.toml --target 'mysql://root:pw@127.0.0.1:3306/'
+
+The first variant is the baseline. Overhead = 100 x (1 - qps_variant / qps_baseline),
+estimated from block-paired ratios with a 95% t interval. Settings are journaled before any
+change and restored at exit, on error and on Ctrl-C; `dbtax restore` after a kill -9.")]
+    Run(RunArgs),
+    /// General log, slow log and audit plugin vs off, on a throwaway MariaDB.
+    #[command(after_help = "Examples:
+  dbtax demo            threads 1, 4, 16, 64 (about 5 minutes)
+  dbtax demo --quick    threads 1 and 16, fewer blocks (under 2 minutes)")]
+    Demo(DemoArgs),
+    /// List the feature catalog and whether the target supports each feature.
+    #[command(after_help = "Examples:
+  dbtax features
+  dbtax features --target 'mysql://root:pw@127.0.0.1:3306/'")]
+    Features(FeaturesArgs),
+    /// Put back every setting an interrupted run changed (after kill -9 or a crash).
+    #[command(after_help = "Examples:
+  dbtax restore --target 'mysql://root:pw@127.0.0.1:3306/'
+  dbtax restore --list       show the journals that are waiting")]
+    Restore(RestoreArgs),
+}
+
+/// Where the server is, and how to start a managed one.
+#[derive(Debug, Args, Clone)]
+pub struct TargetArgs {
+    /// managed:mariadb (a throwaway server), mysql://user:pass@host:port/db, or
+    /// mysql://user@localhost/db?socket=/path/mysqld.sock.
+    /// [default: managed:mariadb]
+    #[arg(long, short = 't', env = "DBTAX_TARGET")]
+    pub target: Option<String>,
+    /// Schema dbtax creates its tables in (default: the URL's database, else `dbtax`).
+    #[arg(long)]
+    pub schema: Option<String>,
+    /// Managed targets: the server binary (default: mariadbd or mysqld on PATH or /usr/sbin).
+    #[arg(long, value_name = "PATH")]
+    pub server_bin: Option<PathBuf>,
+    /// Managed targets: an extra server option, e.g. innodb_buffer_pool_size=1G (repeatable).
+    #[arg(long = "server-opt", value_name = "NAME=VALUE")]
+    pub server_opts: Vec<String>,
+    /// Managed targets: also listen on 127.0.0.1 at this TCP port.
+    #[arg(long)]
+    pub port: Option<u16>,
+}
+
+/// What the clients do.
+#[derive(Debug, Args, Clone)]
+pub struct WorkloadArgs {
+    /// Workload.
+    #[arg(long, short = 'w', value_enum)]
+    pub workload: Option<WorkloadKind>,
+    /// sbtest tables (sbtest1..N).
+    #[arg(long)]
+    pub tables: Option<u32>,
+    /// Rows per sbtest table when dbtax creates them (existing tables are reused as they are).
+    #[arg(long)]
+    pub table_size: Option<u64>,
+    /// SQL for the query workload; several statements separated by ';' (implies --workload query).
+    #[arg(long, short = 'q')]
+    pub query: Option<String>,
+    /// A file of SQL statements for the query workload.
+    #[arg(long, value_name = "FILE")]
+    pub query_file: Option<PathBuf>,
+    /// SQL run once before the query workload (e.g. CREATE TABLE ...).
+    #[arg(long)]
+    pub setup: Option<String>,
+}
+
+/// `dbtax bench`.
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    #[command(flatten)]
+    pub target: TargetArgs,
+    #[command(flatten)]
+    pub workload: WorkloadArgs,
+    /// Client threads, one connection each.
+    #[arg(long, short = 'c', default_value_t = 8)]
+    pub threads: u32,
+    /// Measured time, e.g. 10s, 500ms, 2m.
+    #[arg(long, short = 'd', default_value = "10s")]
+    pub duration: String,
+    /// Settle time before measuring.
+    #[arg(long, default_value = "2s")]
+    pub warmup: String,
+    /// Stop after N statements in total, split over the threads (mysqlslap's
+    /// --number-of-queries); the whole run is measured, no warmup.
+    #[arg(long, value_name = "N")]
+    pub queries: Option<u64>,
+    /// Print one JSON object (DESIGN.md field names) instead of the summary.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `dbtax run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Experiment file (TOML). Flags override its fields.
+    pub file: Option<PathBuf>,
+    #[command(flatten)]
+    pub target: TargetArgs,
+    #[command(flatten)]
+    pub workload: WorkloadArgs,
+    /// A catalog feature to compare against off (repeatable; one variant each).
+    #[arg(long = "feature", short = 'f', value_name = "NAME")]
+    pub features: Vec<String>,
+    /// Thread counts, e.g. 1,4,16,64.
+    #[arg(long, value_delimiter = ',')]
+    pub threads: Option<Vec<u32>>,
+    /// Measured time per trial.
+    #[arg(long)]
+    pub trial: Option<String>,
+    /// Settle time after each switch, before measuring.
+    #[arg(long)]
+    pub warmup: Option<String>,
+    /// Blocks per thread count (every variant once per block, in random order).
+    #[arg(long, conflicts_with = "precision")]
+    pub repeats: Option<u32>,
+    /// Add blocks until every 95% CI half-width is at most P percentage points (or --budget).
+    #[arg(long, value_name = "P")]
+    pub precision: Option<f64>,
+    /// Time budget for --precision, e.g. 3m.
+    #[arg(long)]
+    pub budget: Option<String>,
+    /// Stop before the log files grow by more than this many bytes (e.g. 2G, 500M).
+    #[arg(long)]
+    pub max_log_bytes: Option<String>,
+    /// Output directory (default ./dbtax-results/<timestamp>-<name>/).
+    #[arg(long, short = 'o')]
+    pub out: Option<PathBuf>,
+    /// Seed for the trial order (default: from the clock).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Print the plan and the exact statements; change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Print results.json to stdout instead of the table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `dbtax demo`.
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Threads 1 and 16 and fewer blocks: under 2 minutes.
+    #[arg(long)]
+    pub quick: bool,
+    /// Output directory (default ./dbtax-results/<timestamp>-demo/).
+    #[arg(long, short = 'o')]
+    pub out: Option<PathBuf>,
+    /// Managed server binary.
+    #[arg(long, value_name = "PATH")]
+    pub server_bin: Option<PathBuf>,
+}
+
+/// `dbtax features`.
+#[derive(Debug, Args)]
+pub struct FeaturesArgs {
+    #[command(flatten)]
+    pub target: TargetArgs,
+    /// List the catalog without connecting to any server.
+    #[arg(long)]
+    pub offline: bool,
+}
+
+/// `dbtax restore`.
+#[derive(Debug, Args)]
+pub struct RestoreArgs {
+    #[command(flatten)]
+    pub target: TargetArgs,
+    /// List pending journals instead of restoring.
+    #[arg(long)]
+    pub list: bool,
+}

@@ -1,0 +1,500 @@
+//! `dbtax run` and `dbtax demo`: validate, check the server, print the plan (and stop there
+//! with --dry-run), prepare, journal, run, restore, write results.json after every block.
+
+use super::live::LiveBench;
+use super::runner::{self, Observer};
+use super::spec::{Experiment, StopRule, VariantSpec};
+use crate::cli::{DemoArgs, RunArgs, TargetArgs};
+use crate::config::target_from;
+use crate::error::usage;
+use crate::feature::catalog::Flavor;
+use crate::feature::toggle::{self, Support, Switcher};
+use crate::results::{Cell, Results, SCHEMA, ToolInfo, VariantInfo};
+use crate::target::Target;
+use crate::target::mysql::{global_vars, set_global_sql};
+use crate::workload::{Workload, WorkloadKind};
+use anyhow::{Context, Result};
+use indicatif::{ProgressBar, ProgressStyle};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// How to present a run.
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    /// `--out`.
+    pub out: Option<PathBuf>,
+    /// `--dry-run`.
+    pub dry_run: bool,
+    /// `--json`: results.json on stdout, nothing else there.
+    pub json: bool,
+}
+
+/// `dbtax run`.
+pub fn run(args: RunArgs) -> Result<()> {
+    let exp = Experiment::from_args(&args)?;
+    let opts = RunOptions {
+        out: args.out.clone(),
+        dry_run: args.dry_run,
+        json: args.json,
+    };
+    execute(&exp, &args.target, &opts).map(|_| ())
+}
+
+/// The demo experiment: general log, slow log and audit against off, point selects.
+pub fn demo_experiment(quick: bool) -> Experiment {
+    let features = ["general-log", "slow-log", "audit"].map(String::from);
+    Experiment {
+        name: "demo".into(),
+        target: None,
+        workload: Workload {
+            kind: WorkloadKind::PointSelect,
+            tables: 4,
+            table_size: 100_000,
+            ..Default::default()
+        },
+        threads: if quick {
+            vec![1, 16]
+        } else {
+            vec![1, 4, 16, 64]
+        },
+        trial: Duration::from_secs(2),
+        warmup: Duration::from_millis(500),
+        stop: StopRule::Repeats(if quick { 6 } else { 5 }),
+        variants: super::spec::variants_for_features(&features),
+        max_log_bytes: None,
+        seed: crate::rng::Rng::from_time(0).next_u64() % 1_000_000,
+    }
+}
+
+/// `dbtax demo`.
+pub fn demo(args: DemoArgs) -> Result<()> {
+    let exp = demo_experiment(args.quick);
+    let target = TargetArgs {
+        target: Some("managed:mariadb".into()),
+        schema: None,
+        server_bin: args.server_bin.clone(),
+        server_opts: vec![],
+        port: None,
+    };
+    let opts = RunOptions {
+        out: args.out.clone(),
+        dry_run: false,
+        json: false,
+    };
+    execute(&exp, &target, &opts).map(|_| ())
+}
+
+/// Run an experiment on the target and return its results (also written to the out dir).
+pub fn execute(exp: &Experiment, target_args: &TargetArgs, opts: &RunOptions) -> Result<Results> {
+    let (spec, mut managed) = target_from(target_args, exp.target.as_deref())?;
+    for f in exp.features(Flavor::Mariadb)? {
+        if f.requires_on.is_some() {
+            managed
+                .server_opts
+                .extend(f.managed_server_opts.iter().map(|s| s.to_string()));
+        }
+    }
+    let quiet = opts.json;
+    let target = Target::open(&spec, &managed, target_args.schema.as_deref())?;
+    let flavor = toggle::flavor(&target);
+    let features = exp.features(flavor)?;
+    let (touched, states) = exp.states(flavor)?;
+    let mut admin = target.admin()?;
+    let mut notes = vec![];
+    for f in &features {
+        match toggle::support(&mut admin, &target, f)? {
+            Support::Yes(note) if !note.is_empty() => notes.push(format!("{}: {note}", f.name)),
+            Support::Yes(_) => {}
+            Support::No(why) => {
+                return Err(usage(format!(
+                    "feature '{}' cannot run on {}: {why}. Nothing was changed",
+                    f.name,
+                    target.label()
+                )));
+            }
+        }
+    }
+    check_plain_settings(&mut admin, exp, &target)?;
+    let plugins: Vec<_> = features.iter().filter_map(|f| f.plugin).collect();
+    if opts.dry_run {
+        print!(
+            "{}",
+            dry_run_plan(
+                exp, &target, &mut admin, &touched, &states, &plugins, &notes
+            )?
+        );
+        return Ok(Results::default());
+    }
+    if !quiet {
+        eprintln!(
+            "dbtax run '{}' on {} ({}): {} variants × threads {:?}",
+            exp.name,
+            target.label(),
+            target.server_version,
+            exp.variants.len(),
+            exp.threads
+        );
+        for n in &notes {
+            eprintln!("  note: {n}");
+        }
+    }
+    let prepared = exp.workload.prepare(&target, quiet)?;
+    let started_at = crate::host::now_rfc3339();
+    let relevant = relevant_variables(&mut admin, &touched)?;
+    let switcher = Switcher::begin(&target, &plugins, &touched, &started_at)?;
+    let originals = switcher.originals();
+    let log_files = log_files(&mut admin, &target, &features)?;
+    let out_dir = out_dir(opts.out.as_deref(), &exp.name)?;
+    let mut target_info = target.info();
+    target_info.variables = relevant.into_iter().chain(originals.clone()).collect();
+    let mut results = Results {
+        schema: SCHEMA.into(),
+        name: exp.name.clone(),
+        tool: ToolInfo {
+            version: env!("CARGO_PKG_VERSION").into(),
+        },
+        command: crate::commands::redacted_argv(),
+        started_at,
+        complete: false,
+        target: target_info,
+        host: crate::host::host_info(),
+        workload: exp.workload.to_json(),
+        trial_s: exp.trial.as_secs_f64(),
+        warmup_s: exp.warmup.as_secs_f64(),
+        variants: variant_infos(&exp.variants, &states, &originals),
+        cells: vec![],
+        warnings: vec![],
+    };
+    let bar = run_bar(quiet);
+    let mut bench = LiveBench::new(
+        &target,
+        &prepared,
+        switcher,
+        states,
+        exp.trial,
+        exp.warmup,
+        log_files,
+        exp.max_log_bytes,
+        bar.clone(),
+    );
+    let mut recorder = Recorder {
+        results: &mut results,
+        dir: out_dir.clone(),
+        bar: bar.clone(),
+    };
+    recorder.write()?;
+    let outcome = runner::run(exp, &mut bench, &mut recorder);
+    let restored = bench.switcher.restore();
+    bar.finish_and_clear();
+    let failed = match outcome {
+        Ok(o) => {
+            results.cells = o.cells;
+            results.warnings.extend(o.warnings);
+            results.complete = true;
+            None
+        }
+        Err(e) => Some(e),
+    };
+    results
+        .warnings
+        .extend(client_cpu_warnings(&results.cells, results.host.cores));
+    write_results(&out_dir, &results)?;
+    if opts.json {
+        println!("{}", serde_json::to_string_pretty(&results)?);
+    } else {
+        print!("{}", crate::report::table::render(&results));
+        println!("Results: {}", out_dir.join("results.json").display());
+    }
+    restored.context("restoring the server's settings")?;
+    match failed {
+        Some(e) => Err(e),
+        None => Ok(results),
+    }
+}
+
+/// Variables set by `set` (not by a catalog feature) must exist and be settable.
+fn check_plain_settings(admin: &mut mysql::Conn, exp: &Experiment, target: &Target) -> Result<()> {
+    let names: Vec<&str> = exp
+        .variants
+        .iter()
+        .flat_map(|v| v.set.iter().map(|(k, _)| k.as_str()))
+        .collect();
+    let found = global_vars(admin, &names)?;
+    for n in names {
+        let Some(v) = found.get(n) else {
+            return Err(usage(format!(
+                "the server {} has no global variable '{n}'",
+                target.label()
+            )));
+        };
+        // Setting the current value changes nothing and proves the privilege.
+        use mysql::prelude::Queryable;
+        if let Err(e) = admin.query_drop(set_global_sql(n, v)) {
+            return Err(usage(format!(
+                "this user may not change {n} on {}: {}. Nothing was changed",
+                target.label(),
+                crate::target::mysql::clean_error(&e)
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Server variables worth recording beside the results.
+fn relevant_variables(
+    admin: &mut mysql::Conn,
+    touched: &[String],
+) -> Result<BTreeMap<String, String>> {
+    let mut names = vec![
+        "version",
+        "version_comment",
+        "innodb_buffer_pool_size",
+        "innodb_flush_log_at_trx_commit",
+        "innodb_flush_method",
+        "sync_binlog",
+        "log_bin",
+        "log_output",
+        "max_connections",
+        "thread_handling",
+    ];
+    names.retain(|n| !touched.iter().any(|t| t == n));
+    global_vars(admin, &names)
+}
+
+/// Local paths of the files the features write.
+fn log_files(
+    admin: &mut mysql::Conn,
+    target: &Target,
+    features: &[crate::feature::catalog::Feature],
+) -> Result<Vec<PathBuf>> {
+    let vars: Vec<&str> = features
+        .iter()
+        .flat_map(|f| f.log_file_vars.iter().copied())
+        .collect();
+    let found = global_vars(admin, &vars)?;
+    Ok(vars
+        .iter()
+        .filter_map(|v| found.get(*v))
+        .filter_map(|p| target.local_file(p))
+        .collect())
+}
+
+fn variant_infos(
+    variants: &[VariantSpec],
+    states: &[toggle::State],
+    originals: &BTreeMap<String, String>,
+) -> Vec<VariantInfo> {
+    variants
+        .iter()
+        .zip(states)
+        .map(|(v, s)| VariantInfo {
+            name: v.name.clone(),
+            feature: v.feature.clone(),
+            settings: s
+                .iter()
+                .map(|(k, val)| {
+                    (
+                        k.clone(),
+                        val.clone()
+                            .or_else(|| originals.get(k).cloned())
+                            .unwrap_or_default(),
+                    )
+                })
+                .collect(),
+        })
+        .collect()
+}
+
+fn out_dir(explicit: Option<&std::path::Path>, name: &str) -> Result<PathBuf> {
+    let dir = match explicit {
+        Some(d) => d.to_path_buf(),
+        None => {
+            let stamp: String = crate::host::now_rfc3339()
+                .chars()
+                .filter(|c| c.is_ascii_digit())
+                .take(14)
+                .collect();
+            PathBuf::from("dbtax-results").join(format!("{}-{}-{name}", &stamp[..8], &stamp[8..]))
+        }
+    };
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| usage(format!("cannot create --out {}: {e}", dir.display())))?;
+    Ok(dir)
+}
+
+/// Write results.json atomically (a reader never sees half a file).
+pub fn write_results(dir: &std::path::Path, results: &Results) -> Result<()> {
+    let path = dir.join("results.json");
+    let tmp = dir.join("results.json.tmp");
+    std::fs::write(&tmp, serde_json::to_string_pretty(results)?)
+        .with_context(|| format!("writing {}", tmp.display()))?;
+    std::fs::rename(&tmp, &path)?;
+    Ok(())
+}
+
+fn run_bar(quiet: bool) -> ProgressBar {
+    let bar = if quiet {
+        ProgressBar::hidden()
+    } else {
+        ProgressBar::new(1)
+    };
+    bar.set_style(
+        ProgressStyle::with_template(
+            "{spinner} [{elapsed_precise}] [{bar:25}] {pos}/{len} trials, ETA {eta}  {msg}",
+        )
+        .expect("valid template")
+        .progress_chars("=> "),
+    );
+    bar.enable_steady_tick(Duration::from_millis(200));
+    bar
+}
+
+/// Keeps results.json current and the bar moving.
+struct Recorder<'a> {
+    results: &'a mut Results,
+    dir: PathBuf,
+    bar: ProgressBar,
+}
+
+impl Recorder<'_> {
+    fn write(&self) -> Result<()> {
+        write_results(&self.dir, self.results)
+    }
+}
+
+impl Observer for Recorder<'_> {
+    fn trial_starting(&mut self, index: usize, planned: usize, variant: &str, threads: u32) {
+        self.bar.set_length(planned as u64);
+        self.bar.set_position(index as u64);
+        self.bar
+            .set_message(format!("{variant} @ {threads} threads"));
+    }
+
+    fn block_done(&mut self, cells: &[Cell]) -> Result<()> {
+        self.results.cells = cells.to_vec();
+        self.write()
+    }
+}
+
+/// Warn when the load generator took a large share of the machine (it biases the result).
+fn client_cpu_warnings(cells: &[Cell], cores: u32) -> Vec<String> {
+    let mut worst: Option<(f64, u32)> = None;
+    for c in cells {
+        for t in &c.trials {
+            let share = t.client_cpu_us_per_query * t.qps / 1e6 / cores.max(1) as f64;
+            if worst.is_none_or(|(w, _)| share > w) {
+                worst = Some((share, c.threads));
+            }
+        }
+    }
+    match worst {
+        Some((share, threads)) if share > 0.3 => vec![format!(
+            "dbtax's own clients used {:.0}% of this machine's CPU at {threads} threads: the \
+             server had that much less; compare variants, not absolute throughput",
+            share * 100.0
+        )],
+        _ => vec![],
+    }
+}
+
+fn dry_run_plan(
+    exp: &Experiment,
+    target: &Target,
+    admin: &mut mysql::Conn,
+    touched: &[String],
+    states: &[toggle::State],
+    plugins: &[crate::feature::catalog::Plugin],
+    notes: &[String],
+) -> Result<String> {
+    let names: Vec<&str> = touched.iter().map(String::as_str).collect();
+    let now = global_vars(admin, &names)?;
+    let current = |k: &str| {
+        now.get(k)
+            .cloned()
+            .unwrap_or_else(|| "<its value after the plugin loads>".into())
+    };
+    let blocks = exp.planned_blocks() as usize;
+    let trials = blocks * exp.threads.len() * exp.variants.len();
+    let secs = super::plan::trial_estimate(exp.trial, exp.warmup).as_secs_f64() * trials as f64;
+    let mut s = format!(
+        "Experiment '{}' on {} ({})\n",
+        exp.name,
+        target.label(),
+        target.server_version
+    );
+    s += &format!("  workload   {}\n", serde_json::to_string(&exp.workload)?);
+    s += &format!("  threads    {:?}\n", exp.threads);
+    s += &format!(
+        "  trials     {:.1} s measured after {:.1} s settle; {} per thread count → {trials} trials, about {:.0} s\n",
+        exp.trial.as_secs_f64(),
+        exp.warmup.as_secs_f64(),
+        match &exp.stop {
+            StopRule::Repeats(n) => format!("{n} blocks"),
+            StopRule::Precision { points, budget } => format!(
+                "at least {blocks} blocks, more until ±{points} points or {} s",
+                budget.as_secs()
+            ),
+        },
+        secs
+    );
+    s += &format!(
+        "  order      blocks of every variant in random order (seed {})\n",
+        exp.seed
+    );
+    for n in notes {
+        s += &format!("  note       {n}\n");
+    }
+    if !plugins.is_empty() {
+        s += "Before the first trial (journaled first):\n";
+        for p in plugins {
+            s += &format!("  INSTALL SONAME '{}'   (only if not loaded)\n", p.soname);
+        }
+    }
+    for (v, st) in exp.variants.iter().zip(states) {
+        s += &format!(
+            "Variant {}{}:\n",
+            v.name,
+            if std::ptr::eq(v, &exp.variants[0]) {
+                " (baseline)"
+            } else {
+                ""
+            }
+        );
+        let mut any = false;
+        for (k, val) in st {
+            let value = val.clone().unwrap_or_else(|| current(k));
+            if now
+                .get(k)
+                .is_none_or(|cur| !toggle::same_value(cur, &value))
+            {
+                s += &format!("  {}\n", set_global_sql(k, &value));
+                any = true;
+            }
+        }
+        if !any {
+            s += "  (the server's current settings)\n";
+        }
+    }
+    s += "At the end, on error and on Ctrl-C (restore what was changed):\n";
+    for k in touched.iter().rev() {
+        let changed = states.iter().any(|st| {
+            st.iter().any(|(n, v)| {
+                n == k
+                    && v.as_ref()
+                        .is_some_and(|v| now.get(k).is_none_or(|c| !toggle::same_value(c, v)))
+            })
+        });
+        if changed {
+            s += &format!("  {}\n", set_global_sql(k, &current(k)));
+        }
+    }
+    for p in plugins {
+        s += &format!(
+            "  UNINSTALL SONAME '{}'   (only if dbtax installed it)\n",
+            p.soname
+        );
+    }
+    s += "Nothing was changed (--dry-run).\n";
+    Ok(s)
+}

@@ -1,0 +1,127 @@
+//! The journal: before dbtax changes a setting or installs a plugin on a server it does not
+//! manage, it writes the original values to a file under the state directory (fsync'ed, then
+//! renamed into place). A normal exit, an error or Ctrl-C restores and removes it; after a
+//! kill -9 or a power loss, `dbtax restore` reads it back.
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// What must be put back on one server.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Journal {
+    /// The target, password redacted.
+    pub target: String,
+    /// The dbtax process that wrote it.
+    pub pid: u32,
+    /// When the run started.
+    pub started_at: String,
+    /// Original global values, in the order they were first changed.
+    pub originals: Vec<(String, String)>,
+    /// Plugins dbtax installed (sonames), to uninstall.
+    pub installed_plugins: Vec<String>,
+}
+
+/// The state directory: $DBTAX_STATE_DIR, else $XDG_STATE_HOME/dbtax, else
+/// ~/.local/state/dbtax.
+pub fn state_dir() -> PathBuf {
+    if let Some(d) = std::env::var_os("DBTAX_STATE_DIR") {
+        return PathBuf::from(d);
+    }
+    if let Some(d) = std::env::var_os("XDG_STATE_HOME") {
+        return PathBuf::from(d).join("dbtax");
+    }
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| "/tmp".into());
+    home.join(".local/state/dbtax")
+}
+
+/// The journal file of a target key.
+pub fn path_for(key: &str) -> PathBuf {
+    state_dir().join("journal").join(format!("{key}.json"))
+}
+
+impl Journal {
+    /// Write atomically: a temporary file, fsync, rename, fsync of the directory.
+    pub fn save(&self, path: &Path) -> Result<()> {
+        let dir = path.parent().context("journal path has no directory")?;
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("creating the state directory {}", dir.display()))?;
+        let tmp = path.with_extension("json.tmp");
+        {
+            let mut f = std::fs::File::create(&tmp)
+                .with_context(|| format!("writing the journal {}", tmp.display()))?;
+            f.write_all(serde_json::to_string_pretty(self)?.as_bytes())?;
+            f.sync_all()?;
+        }
+        std::fs::rename(&tmp, path)?;
+        if let Ok(d) = std::fs::File::open(dir) {
+            let _ = d.sync_all();
+        }
+        Ok(())
+    }
+
+    /// Read a journal; Ok(None) when there is none.
+    pub fn load(path: &Path) -> Result<Option<Journal>> {
+        match std::fs::read_to_string(path) {
+            Ok(text) => {
+                Ok(Some(serde_json::from_str(&text).with_context(|| {
+                    format!("reading the journal {}", path.display())
+                })?))
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e).with_context(|| format!("reading the journal {}", path.display())),
+        }
+    }
+
+    /// Originals as a map.
+    pub fn original_map(&self) -> BTreeMap<String, String> {
+        self.originals.iter().cloned().collect()
+    }
+
+    /// Whether the process that wrote it still runs (another dbtax working on the server).
+    pub fn writer_alive(&self) -> bool {
+        self.pid != std::process::id()
+            && Path::new(&format!("/proc/{}", self.pid)).exists()
+            && std::fs::read_to_string(format!("/proc/{}/comm", self.pid))
+                .is_ok_and(|c| c.trim() == "dbtax")
+    }
+}
+
+/// Every pending journal under the state directory.
+pub fn pending() -> Vec<(PathBuf, Journal)> {
+    let dir = state_dir().join("journal");
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return vec![];
+    };
+    entries
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .filter_map(|p| Journal::load(&p).ok().flatten().map(|j| (p, j)))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn save_and_load_round_trip() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("j/x.json");
+        let j = Journal {
+            target: "mysql://u:***@h:1/".into(),
+            pid: 7,
+            started_at: "now".into(),
+            originals: vec![("general_log".into(), "OFF".into())],
+            installed_plugins: vec!["server_audit".into()],
+        };
+        j.save(&p).unwrap();
+        assert_eq!(Journal::load(&p).unwrap(), Some(j));
+        assert_eq!(Journal::load(&dir.path().join("none.json")).unwrap(), None);
+    }
+}

@@ -1,0 +1,18 @@
+//! dbtax: what does turning on a server feature cost? The library holds the whole pipeline
+//! (target → workload → load → experiment → stats → report); `main.rs` only wires the CLI to it.
+
+pub mod cli;
+pub mod commands;
+pub mod config;
+pub mod error;
+pub mod experiment;
+pub mod feature;
+pub mod host;
+pub mod interrupt;
+pub mod load;
+pub mod report;
+pub mod results;
+pub mod rng;
+pub mod stats;
+pub mod target;
+pub mod workload;

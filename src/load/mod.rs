@@ -1,0 +1,7 @@
+//! The load generator: one OS thread and one connection per client (`worker`), and the
+//! coordinator that runs one trial and turns counters into a `Trial` (`trial`).
+
+pub mod trial;
+pub mod worker;
+
+pub use trial::{TrialPlan, TrialProbes, TrialProgress, run_trial};

@@ -1,0 +1,302 @@
+//! One trial: connect every client first (so a bad login fails before any load), start the
+//! workers, settle for the warmup, snapshot the probes, measure, snapshot again, stop, merge.
+//! The coordinator thread is also the progress reporter: it samples the workers' counters a
+//! few times a second and never touches the hot path.
+
+use super::worker::{self, PHASE_MEASURE, PHASE_STOP, PHASE_WARMUP, Shared, WorkerReport};
+use crate::error::Failure;
+use crate::results::{LatencyMs, Trial};
+use crate::target::Target;
+use crate::workload::PreparedWorkload;
+use anyhow::{Context, Result, bail};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+/// How to run one trial.
+#[derive(Debug, Clone)]
+pub struct TrialPlan {
+    /// Client threads, one connection each.
+    pub threads: u32,
+    /// Measured time (ignored when `queries` is set).
+    pub duration: Duration,
+    /// Settle time before measuring.
+    pub warmup: Duration,
+    /// Stop after this many statements in total, split over the threads (mysqlslap style).
+    pub queries: Option<u64>,
+}
+
+/// What to read around the measured window besides the counters.
+#[derive(Debug, Clone, Default)]
+pub struct TrialProbes {
+    /// Log files whose growth is the feature's log bytes (local paths).
+    pub log_files: Vec<PathBuf>,
+    /// Read `SHOW GLOBAL STATUS` before and after.
+    pub server_status: bool,
+}
+
+/// A progress sample, passed to the caller's display.
+#[derive(Debug, Clone)]
+pub struct TrialProgress {
+    /// True while measuring, false while settling.
+    pub measuring: bool,
+    /// Time in the current phase.
+    pub elapsed: Duration,
+    /// Planned length of the current phase (zero in queries mode).
+    pub planned: Duration,
+    /// Events per second over the last sample interval.
+    pub events_per_s: f64,
+    /// Fraction of the query quota done (queries mode).
+    pub quota_done: Option<f64>,
+}
+
+struct Snapshot {
+    at: Instant,
+    client_cpu_us: u64,
+    server_cpu_us: Option<u64>,
+    log_bytes: Option<u64>,
+    status: BTreeMap<String, f64>,
+}
+
+fn snapshot(target: &Target, probes: &TrialProbes, admin: Option<&mut mysql::Conn>) -> Snapshot {
+    let status = match admin {
+        Some(conn) => crate::target::mysql::global_status(conn).unwrap_or_default(),
+        None => BTreeMap::new(),
+    };
+    let log_bytes = if probes.log_files.is_empty() {
+        None
+    } else {
+        Some(
+            probes
+                .log_files
+                .iter()
+                .map(|p| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0))
+                .sum(),
+        )
+    };
+    Snapshot {
+        client_cpu_us: crate::host::self_cpu_us(),
+        server_cpu_us: target.server_cpu_us(),
+        log_bytes,
+        status,
+        at: Instant::now(),
+    }
+}
+
+/// Run one trial against `target`.
+pub fn run_trial(
+    target: &Target,
+    workload: &PreparedWorkload,
+    plan: &TrialPlan,
+    probes: &TrialProbes,
+    on_tick: &mut dyn FnMut(&TrialProgress),
+) -> Result<Trial> {
+    let threads = plan.threads.max(1) as usize;
+    let opts = target.client_opts();
+    let mut clients = Vec::with_capacity(threads);
+    for i in 0..threads {
+        let mut conn = target
+            .connect()
+            .with_context(|| format!("opening client connection {} of {threads}", i + 1))?;
+        let script = workload.script(&mut conn).map_err(|e| {
+            anyhow::anyhow!(
+                "preparing the workload's statements: {}",
+                crate::target::mysql::clean_error(&e)
+            )
+        })?;
+        clients.push((conn, script));
+    }
+    let mut admin = if probes.server_status {
+        Some(target.admin()?)
+    } else {
+        None
+    };
+    let queries_mode = plan.queries.is_some();
+    let shared = Shared::new(
+        threads,
+        if queries_mode {
+            PHASE_MEASURE
+        } else {
+            PHASE_WARMUP
+        },
+    );
+    let quota = |i: usize| {
+        plan.queries
+            .map(|n| n / threads as u64 + u64::from((i as u64) < n % threads as u64))
+    };
+
+    let (reports, before, after, interrupted) = std::thread::scope(|s| {
+        let handles: Vec<_> = clients
+            .into_iter()
+            .enumerate()
+            .map(|(i, (conn, script))| {
+                let (shared, opts) = (&shared, &opts);
+                let q = quota(i);
+                s.spawn(move || worker::run_worker(i, conn, script, workload, opts, shared, q))
+            })
+            .collect();
+        let mut interrupted = false;
+        let mut sampler = Sampler::new(&shared);
+        if !queries_mode {
+            interrupted = !sampler.wait(plan.warmup, false, &mut *on_tick, None);
+        }
+        let before = snapshot(target, probes, admin.as_mut());
+        shared.phase.store(PHASE_MEASURE, Ordering::SeqCst);
+        if !interrupted {
+            let quota_total = plan.queries.map(|q| (q, threads));
+            let planned = if queries_mode {
+                Duration::ZERO
+            } else {
+                plan.duration
+            };
+            interrupted = !sampler.wait(planned, true, &mut *on_tick, quota_total);
+        }
+        let after = snapshot(target, probes, admin.as_mut());
+        shared.phase.store(PHASE_STOP, Ordering::SeqCst);
+        let reports: Vec<WorkerReport> = handles
+            .into_iter()
+            .map(|h| h.join().expect("worker thread panicked"))
+            .collect();
+        (reports, before, after, interrupted)
+    });
+    if interrupted {
+        return Err(Failure::Interrupted.into());
+    }
+    summarize(reports, &before, &after)
+}
+
+/// Samples the workers' counters for the progress display while a phase runs.
+struct Sampler<'a> {
+    shared: &'a Shared,
+    last_events: u64,
+    last_at: Instant,
+}
+
+impl<'a> Sampler<'a> {
+    fn new(shared: &'a Shared) -> Self {
+        Sampler {
+            shared,
+            last_events: shared.total_events(),
+            last_at: Instant::now(),
+        }
+    }
+
+    /// Wait for `planned` (or, in queries mode, until every worker is done). False when
+    /// interrupted.
+    fn wait(
+        &mut self,
+        planned: Duration,
+        measuring: bool,
+        on_tick: &mut dyn FnMut(&TrialProgress),
+        quota: Option<(u64, usize)>,
+    ) -> bool {
+        let start = Instant::now();
+        loop {
+            if crate::interrupt::requested() {
+                return false;
+            }
+            let elapsed = start.elapsed();
+            let done = match quota {
+                Some((_, threads)) => self.shared.finished.load(Ordering::Acquire) >= threads,
+                None => {
+                    elapsed >= planned
+                        || self.shared.finished.load(Ordering::Acquire) == self.shared.events.len()
+                }
+            };
+            if done {
+                return true;
+            }
+            let step = Duration::from_millis(100).min(
+                planned
+                    .saturating_sub(elapsed)
+                    .max(Duration::from_millis(1)),
+            );
+            std::thread::sleep(if quota.is_some() {
+                Duration::from_millis(20)
+            } else {
+                step
+            });
+            if self.last_at.elapsed() >= Duration::from_millis(250) {
+                let events = self.shared.total_events();
+                let dt = self.last_at.elapsed().as_secs_f64();
+                let eps = (events - self.last_events) as f64 / dt;
+                self.last_events = events;
+                self.last_at = Instant::now();
+                let quota_done = quota.map(|(q, _)| (events as f64 / q.max(1) as f64).min(1.0));
+                on_tick(&TrialProgress {
+                    measuring,
+                    elapsed: start.elapsed(),
+                    planned,
+                    events_per_s: eps,
+                    quota_done,
+                });
+            }
+        }
+    }
+}
+
+fn summarize(reports: Vec<WorkerReport>, before: &Snapshot, after: &Snapshot) -> Result<Trial> {
+    let mut hist = worker::new_histogram();
+    let (mut queries, mut events) = (0u64, 0u64);
+    let mut errors: BTreeMap<String, u64> = BTreeMap::new();
+    let mut fatal = vec![];
+    for r in &reports {
+        hist.add(&r.latency_us)
+            .context("merging latency histograms")?;
+        queries += r.queries;
+        events += r.events;
+        for (m, n) in &r.errors {
+            *errors.entry(m.clone()).or_default() += n;
+        }
+        if let Some(f) = &r.fatal {
+            fatal.push(f.clone());
+        }
+    }
+    let error_count: u64 = errors.values().sum();
+    if queries == 0 {
+        if let Some((msg, _)) = errors.iter().max_by_key(|(_, n)| **n) {
+            bail!("every query of the trial failed: {msg}");
+        }
+        if let Some(f) = fatal.first() {
+            bail!("every client lost its connection: {f}");
+        }
+        bail!("no query completed during the measured window: lengthen --duration");
+    }
+    let secs = after.at.duration_since(before.at).as_secs_f64().max(1e-9);
+    let per_query = |d: f64| d / queries as f64;
+    let ms = |us: u64| us as f64 / 1000.0;
+    let log_bytes_per_query = match (before.log_bytes, after.log_bytes) {
+        (Some(b), Some(a)) if a >= b => Some(per_query((a - b) as f64)),
+        _ => None,
+    };
+    let server_cpu_us_per_query = match (before.server_cpu_us, after.server_cpu_us) {
+        (Some(b), Some(a)) => Some(per_query(a.saturating_sub(b) as f64)),
+        _ => None,
+    };
+    let server_counters_per_query = after
+        .status
+        .iter()
+        .filter_map(|(k, a)| before.status.get(k).map(|b| (k.clone(), per_query(a - b))))
+        .collect();
+    Ok(Trial {
+        qps: queries as f64 / secs,
+        tps: events as f64 / secs,
+        queries,
+        errors: error_count,
+        error_messages: errors,
+        duration_s: secs,
+        latency_ms: LatencyMs {
+            p50: ms(hist.value_at_quantile(0.50)),
+            p95: ms(hist.value_at_quantile(0.95)),
+            p99: ms(hist.value_at_quantile(0.99)),
+            max: ms(hist.max()),
+        },
+        client_cpu_us_per_query: per_query(
+            after.client_cpu_us.saturating_sub(before.client_cpu_us) as f64,
+        ),
+        server_cpu_us_per_query,
+        log_bytes_per_query,
+        server_counters_per_query,
+    })
+}

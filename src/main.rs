@@ -1,0 +1,22 @@
+//! Entry point: parse flags, run, print the error chain as one paragraph, map exit codes
+//! (0 ok, 1 the run failed, 2 bad usage or input, 130 interrupted).
+
+use clap::Parser;
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let cli = dbtax::cli::Cli::parse();
+    dbtax::interrupt::install();
+    match dbtax::commands::dispatch(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            let code = dbtax::error::exit_code(&e);
+            if code == 130 {
+                eprintln!("Interrupted: {e:#}");
+            } else {
+                eprintln!("Error: {e:#}");
+            }
+            ExitCode::from(code)
+        }
+    }
+}

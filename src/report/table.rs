@@ -1,0 +1,73 @@
+//! The terminal table: one section per thread count.
+
+use crate::results::{Cell, Results};
+
+fn fmt_opt(v: Option<f64>, digits: usize) -> String {
+    v.map(|x| format!("{x:.digits$}"))
+        .unwrap_or_else(|| "-".into())
+}
+
+/// "12.3% [10.1, 14.4]" or "within noise".
+pub fn overhead_text(c: &Cell) -> String {
+    match &c.overhead {
+        None => "baseline".into(),
+        Some(o) => {
+            let ci = format!(
+                "{:+.1}% [{:+.1}, {:+.1}]",
+                o.pct, o.ci95_pct[0], o.ci95_pct[1]
+            );
+            if o.significant {
+                ci
+            } else {
+                format!("{ci} within noise")
+            }
+        }
+    }
+}
+
+/// Render the results as a plain-text table.
+pub fn render(r: &Results) -> String {
+    let mut threads: Vec<u32> = r.cells.iter().map(|c| c.threads).collect();
+    threads.dedup();
+    let mut s = format!(
+        "\n{} — {} on {} ({}){}\n",
+        r.name,
+        r.workload
+            .get("kind")
+            .and_then(|k| k.as_str())
+            .unwrap_or("?"),
+        r.target.url,
+        r.target.server_version,
+        if r.complete { "" } else { " — INCOMPLETE" }
+    );
+    let width = r
+        .variants
+        .iter()
+        .map(|v| v.name.len())
+        .max()
+        .unwrap_or(7)
+        .max(7);
+    for t in threads {
+        s += &format!("\nthreads {t}\n");
+        s += &format!(
+            "  {:<width$} {:>10} {:>6}  {:<36} {:>8} {:>13} {:>9}\n",
+            "variant", "qps", "blocks", "overhead [95% CI]", "p95 ms", "server µs/q", "log B/q"
+        );
+        for c in r.cells.iter().filter(|c| c.threads == t) {
+            s += &format!(
+                "  {:<width$} {:>10.0} {:>6}  {:<36} {:>8.3} {:>13} {:>9}\n",
+                c.variant,
+                c.qps_median,
+                c.trials.len(),
+                overhead_text(c),
+                c.p95_ms_median,
+                fmt_opt(c.server_cpu_us_per_query_median, 1),
+                fmt_opt(c.log_bytes_per_query_median, 0),
+            );
+        }
+    }
+    for w in &r.warnings {
+        s += &format!("\nwarning: {w}\n");
+    }
+    s
+}

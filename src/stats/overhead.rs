@@ -1,0 +1,137 @@
+//! Overhead from block-paired ratios.
+//!
+//! Each block runs every variant once at one thread count, in random order, within a few
+//! seconds, so slow drift of a shared machine hits the variant and its baseline alike. Per
+//! block b we take L_b = ln(qps_variant,b / qps_baseline,b); the overhead is
+//! 100 × (1 − exp(mean L)), and its 95% interval maps the t interval of mean L
+//! (Student's t with n−1 degrees of freedom: the blocks are independent, the ratios within
+//! them paired). Working on log ratios keeps the interval asymmetric in the right way and
+//! makes the estimate the geometric mean ratio, which one outlier block moves less.
+//!
+//! statrs is used for the t quantile only (its exact Mann-Whitney p-value is wrong for small
+//! samples; we do not use it).
+
+use crate::results::{Estimate, Overhead};
+use statrs::distribution::{ContinuousCDF, StudentsT};
+
+/// The two-sided 95% quantile of Student's t with `df` degrees of freedom.
+pub fn t975(df: usize) -> f64 {
+    if df == 0 {
+        return f64::INFINITY;
+    }
+    StudentsT::new(0.0, 1.0, df as f64)
+        .map(|t| t.inverse_cdf(0.975))
+        .unwrap_or(f64::INFINITY)
+}
+
+/// Mean and 95% half-width of a sample (t interval). None for fewer than 2 values.
+pub fn mean_ci(xs: &[f64]) -> Option<(f64, f64)> {
+    let n = xs.len();
+    if n < 2 {
+        return None;
+    }
+    let mean = xs.iter().sum::<f64>() / n as f64;
+    let var = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
+    Some((mean, t975(n - 1) * (var / n as f64).sqrt()))
+}
+
+/// Throughput overhead of `variant` against `baseline`, paired by block index (the two
+/// slices hold one qps per block; extra values in the longer one are ignored).
+pub fn paired_overhead(baseline: &[f64], variant: &[f64]) -> Option<Overhead> {
+    let logs: Vec<f64> = baseline
+        .iter()
+        .zip(variant)
+        .filter(|(b, v)| **b > 0.0 && **v > 0.0)
+        .map(|(b, v)| (v / b).ln())
+        .collect();
+    let (mean, half) = mean_ci(&logs)?;
+    let pct = |l: f64| 100.0 * (1.0 - l.exp());
+    let (lo, hi) = (pct(mean + half), pct(mean - half));
+    Some(Overhead {
+        pct: pct(mean),
+        ci95_pct: [lo, hi],
+        significant: lo > 0.0 || hi < 0.0,
+        blocks: logs.len() as u32,
+    })
+}
+
+/// Paired difference variant − baseline (e.g. server CPU µs per query), with its 95% CI.
+pub fn paired_difference(baseline: &[f64], variant: &[f64]) -> Option<Estimate> {
+    let diffs: Vec<f64> = baseline.iter().zip(variant).map(|(b, v)| v - b).collect();
+    let (mean, half) = mean_ci(&diffs)?;
+    Some(Estimate {
+        value: mean,
+        ci95: [mean - half, mean + half],
+    })
+}
+
+/// Half-width of an overhead interval, in percentage points.
+pub fn half_width(o: &Overhead) -> f64 {
+    (o.ci95_pct[1] - o.ci95_pct[0]) / 2.0
+}
+
+/// Median (mean of the middle two for even lengths); None when empty.
+pub fn median(xs: &[f64]) -> Option<f64> {
+    let mut v: Vec<f64> = xs.iter().copied().filter(|x| x.is_finite()).collect();
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(|a, b| a.total_cmp(b));
+    let n = v.len();
+    Some(if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn t_quantiles_match_tables() {
+        assert!((t975(1) - 12.706).abs() < 1e-3);
+        assert!((t975(9) - 2.262).abs() < 1e-3);
+        assert!((t975(1000) - 1.962).abs() < 1e-3);
+    }
+
+    #[test]
+    fn constant_ratio_gives_exact_overhead_and_zero_width() {
+        let base = [100.0, 200.0, 150.0];
+        let var = [80.0, 160.0, 120.0];
+        let o = paired_overhead(&base, &var).unwrap();
+        assert!((o.pct - 20.0).abs() < 1e-9);
+        assert!(half_width(&o) < 1e-9);
+        assert!(o.significant);
+        assert_eq!(o.blocks, 3);
+    }
+
+    #[test]
+    fn noisy_equal_variants_are_within_noise() {
+        let base = [100.0, 104.0, 97.0, 101.0];
+        let var = [101.0, 103.0, 98.0, 100.0];
+        let o = paired_overhead(&base, &var).unwrap();
+        assert!(!o.significant, "{o:?}");
+        assert!(o.ci95_pct[0] < 0.0 && o.ci95_pct[1] > 0.0);
+    }
+
+    #[test]
+    fn one_block_gives_no_interval() {
+        assert!(paired_overhead(&[1.0], &[2.0]).is_none());
+    }
+
+    #[test]
+    fn medians() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), Some(2.5));
+        assert_eq!(median(&[]), None);
+    }
+
+    #[test]
+    fn paired_difference_of_cpu() {
+        let e = paired_difference(&[10.0, 11.0, 12.0], &[12.0, 13.1, 13.9]).unwrap();
+        assert!((e.value - 2.0).abs() < 0.01);
+        assert!(e.ci95[0] < 2.0 && e.ci95[1] > 2.0);
+    }
+}

@@ -1,0 +1,302 @@
+//! A throwaway MariaDB/MySQL server: a fresh datadir in a private temporary directory, a unix
+//! socket there, no TCP port unless asked. It is stopped by its pid and its directory removed
+//! when the value is dropped: at normal exit, on error, and after Ctrl-C (the server runs in
+//! its own process group, so the terminal's SIGINT reaches dbtax only, which then cleans up).
+//! If dbtax itself is killed, PR_SET_PDEATHSIG stops the server too.
+
+use crate::error::usage;
+use anyhow::{Context, Result, bail};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// How to start the managed server.
+#[derive(Debug, Clone, Default)]
+pub struct ManagedConfig {
+    /// `--server-bin`: the server binary; found on PATH or in /usr/sbin when absent.
+    pub server_bin: Option<PathBuf>,
+    /// `--server-opt name=value`, passed as `--name=value` after dbtax's own options.
+    pub server_opts: Vec<String>,
+    /// Listen on 127.0.0.1 at this port too (the socket is always there).
+    pub port: Option<u16>,
+}
+
+/// A running throwaway server.
+#[derive(Debug)]
+pub struct ManagedServer {
+    dir: PathBuf,
+    bin: PathBuf,
+    config: ManagedConfig,
+    /// Options added by the experiment (restart-only settings), after the user's.
+    extra_opts: Vec<String>,
+    child: Option<Child>,
+    /// The server's version line, e.g. "mariadbd  Ver 10.11.6-MariaDB".
+    pub version_line: String,
+}
+
+const CANDIDATES: [&str; 2] = ["mariadbd", "mysqld"];
+
+/// Find the server binary: `--server-bin`, then PATH, then /usr/sbin and /usr/libexec.
+pub fn find_server_bin(explicit: Option<&Path>) -> Result<PathBuf> {
+    if let Some(p) = explicit {
+        if p.is_file() {
+            return Ok(p.to_path_buf());
+        }
+        return Err(usage(format!("--server-bin {}: no such file", p.display())));
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let mut dirs: Vec<PathBuf> = std::env::split_paths(&path).collect();
+    dirs.extend(["/usr/sbin", "/usr/libexec", "/usr/local/sbin"].map(PathBuf::from));
+    for name in CANDIDATES {
+        for d in &dirs {
+            let p = d.join(name);
+            if p.is_file() {
+                return Ok(p);
+            }
+        }
+    }
+    Err(usage(
+        "no MariaDB or MySQL server is installed (looked for mariadbd and mysqld on PATH and in \
+         /usr/sbin). Install one with `sudo apt-get install mariadb-server` (or run `make demo`, \
+         which does), pass --server-bin PATH, or point --target at your own server with \
+         mysql://user:pass@host:port/db",
+    ))
+}
+
+fn find_install_db(server_bin: &Path) -> Option<PathBuf> {
+    let mut dirs = vec![];
+    if let Some(d) = server_bin.parent() {
+        dirs.push(d.to_path_buf());
+        if let Some(up) = d.parent() {
+            dirs.push(up.join("bin"));
+            dirs.push(up.join("scripts"));
+        }
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    dirs.extend(std::env::split_paths(&path));
+    dirs.push(PathBuf::from("/usr/bin"));
+    for name in ["mariadb-install-db", "mysql_install_db"] {
+        for d in &dirs {
+            let p = d.join(name);
+            if p.is_file() {
+                return Some(p);
+            }
+        }
+    }
+    None
+}
+
+fn running_as_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// A short, private directory: the socket path must stay under the kernel's 108 bytes.
+fn make_private_dir() -> Result<PathBuf> {
+    let base = std::env::temp_dir();
+    let base = if base.as_os_str().len() > 40 {
+        PathBuf::from("/tmp")
+    } else {
+        base
+    };
+    for n in 0..1000u32 {
+        let d = base.join(format!("dbtax-{}-{n}", std::process::id()));
+        match std::fs::create_dir(&d) {
+            Ok(()) => return Ok(d),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e).with_context(|| format!("creating {}", d.display())),
+        }
+    }
+    bail!(
+        "could not create a private directory under {}",
+        base.display()
+    )
+}
+
+impl ManagedServer {
+    /// Initialize a datadir and start the server; returns once it answers on its socket.
+    pub fn start(config: &ManagedConfig) -> Result<ManagedServer> {
+        let bin = find_server_bin(config.server_bin.as_deref())?;
+        let version_line = Command::new(&bin)
+            .arg("--version")
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+            .with_context(|| format!("running {} --version", bin.display()))?;
+        let dir = make_private_dir()?;
+        let mut server = ManagedServer {
+            dir,
+            bin,
+            config: config.clone(),
+            extra_opts: vec![],
+            child: None,
+            version_line,
+        };
+        // From here on, Drop removes the directory whatever fails.
+        server.initialize()?;
+        server.spawn_and_wait()?;
+        Ok(server)
+    }
+
+    /// The unix socket clients connect to.
+    pub fn socket(&self) -> PathBuf {
+        self.dir.join("mysqld.sock")
+    }
+
+    /// The data directory (log files live here).
+    pub fn datadir(&self) -> PathBuf {
+        self.dir.join("data")
+    }
+
+    /// The server's pid, while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(|c| c.id())
+    }
+
+    /// Driver options for root over the private socket.
+    pub fn opts(&self) -> mysql::OptsBuilder {
+        mysql::OptsBuilder::new()
+            .user(Some("root"))
+            .socket(Some(self.socket().to_string_lossy().into_owned()))
+    }
+
+    fn initialize(&self) -> Result<()> {
+        let is_mariadb = self.version_line.contains("MariaDB");
+        let log = self.dir.join("install.log");
+        let out = std::fs::File::create(&log)?;
+        let mut cmd;
+        if is_mariadb {
+            let script = find_install_db(&self.bin).ok_or_else(|| {
+                usage("mariadb-install-db was not found next to the server binary or on PATH")
+            })?;
+            cmd = Command::new(script);
+            cmd.arg("--no-defaults")
+                .arg(format!("--datadir={}", self.datadir().display()))
+                .arg("--auth-root-authentication-method=normal")
+                .arg("--skip-test-db");
+        } else {
+            cmd = Command::new(&self.bin);
+            cmd.arg("--no-defaults")
+                .arg("--initialize-insecure")
+                .arg(format!("--datadir={}", self.datadir().display()));
+        }
+        if running_as_root() {
+            cmd.arg("--user=root");
+        }
+        let status = cmd
+            .stdout(out.try_clone()?)
+            .stderr(out)
+            .stdin(Stdio::null())
+            .status()
+            .context("running the datadir initialization")?;
+        if !status.success() {
+            let tail = tail_of(&log, 15);
+            bail!("initializing the managed server's datadir failed ({status}):\n{tail}");
+        }
+        Ok(())
+    }
+
+    fn server_args(&self) -> Vec<String> {
+        let mut args = vec![
+            "--no-defaults".to_string(),
+            format!("--datadir={}", self.datadir().display()),
+            format!("--socket={}", self.socket().display()),
+            format!("--pid-file={}", self.dir.join("mysqld.pid").display()),
+            format!("--log-error={}", self.dir.join("error.log").display()),
+            "--max-connections=2000".to_string(),
+            "--innodb-buffer-pool-size=256M".to_string(),
+        ];
+        match self.config.port {
+            Some(p) => {
+                args.push(format!("--port={p}"));
+                args.push("--bind-address=127.0.0.1".into());
+            }
+            None => args.push("--skip-networking".into()),
+        }
+        if running_as_root() {
+            args.push("--user=root".into());
+        }
+        for o in self.config.server_opts.iter().chain(&self.extra_opts) {
+            args.push(format!("--{}", o.trim_start_matches("--")));
+        }
+        args
+    }
+
+    fn spawn_and_wait(&mut self) -> Result<()> {
+        let mut cmd = Command::new(&self.bin);
+        cmd.args(self.server_args())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .process_group(0);
+        // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+                Ok(())
+            });
+        }
+        let child = cmd
+            .spawn()
+            .with_context(|| format!("starting {}", self.bin.display()))?;
+        self.child = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            if let Some(status) = self
+                .child
+                .as_mut()
+                .and_then(|c| c.try_wait().ok().flatten())
+            {
+                self.child = None;
+                let tail = tail_of(&self.dir.join("error.log"), 20);
+                bail!("the managed server exited during start-up ({status}):\n{tail}");
+            }
+            if self.socket().exists() && mysql::Conn::new(self.opts()).is_ok() {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                bail!("the managed server did not answer within 120 s");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Restart with other options (restart-only settings). `extra` replaces the previous extra.
+    pub fn restart(&mut self, extra: &[String]) -> Result<()> {
+        self.stop_process();
+        self.extra_opts = extra.to_vec();
+        self.spawn_and_wait()
+    }
+
+    fn stop_process(&mut self) {
+        let Some(mut child) = self.child.take() else {
+            return;
+        };
+        // SAFETY: kill with a pid we spawned and have not reaped.
+        unsafe {
+            libc::kill(child.id() as i32, libc::SIGTERM);
+        }
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+}
+
+impl Drop for ManagedServer {
+    fn drop(&mut self) {
+        self.stop_process();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn tail_of(path: &Path, lines: usize) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let all: Vec<&str> = text.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
+}

@@ -1,0 +1,209 @@
+//! What each client does in a loop. A workload prepares its tables once, then builds one
+//! `Script` per connection (its prepared statements); the worker calls `Script::event` in a
+//! loop. OLTP workloads follow sysbench's oltp_*.lua scripts statement for statement.
+
+pub mod oltp;
+pub mod query;
+
+use crate::error::usage;
+use crate::rng::Rng;
+use crate::target::Target;
+use anyhow::Result;
+use serde::{Deserialize, Serialize};
+
+/// The kinds of workload (`--workload`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum WorkloadKind {
+    /// One or more SQL statements in a loop (like mysqlslap -q).
+    Query,
+    /// sysbench oltp_point_select: `SELECT c FROM sbtestN WHERE id=?`.
+    PointSelect,
+    /// sysbench oltp_read_only: a transaction of 10 point selects and 4 range queries.
+    ReadOnly,
+    /// sysbench oltp_read_write: read-only plus 2 updates, a delete and an insert.
+    ReadWrite,
+    /// sysbench oltp_insert: one auto-increment insert per event.
+    Insert,
+}
+
+impl WorkloadKind {
+    /// The name used on the command line and in files.
+    pub fn name(self) -> &'static str {
+        match self {
+            WorkloadKind::Query => "query",
+            WorkloadKind::PointSelect => "point-select",
+            WorkloadKind::ReadOnly => "read-only",
+            WorkloadKind::ReadWrite => "read-write",
+            WorkloadKind::Insert => "insert",
+        }
+    }
+
+    /// Parse a name from a file or flag.
+    pub fn parse(s: &str) -> Result<WorkloadKind> {
+        let all = [
+            WorkloadKind::Query,
+            WorkloadKind::PointSelect,
+            WorkloadKind::ReadOnly,
+            WorkloadKind::ReadWrite,
+            WorkloadKind::Insert,
+        ];
+        all.into_iter().find(|k| k.name() == s).ok_or_else(|| {
+            usage(format!(
+                "unknown workload '{s}': choose one of query, point-select, read-only, \
+                 read-write, insert"
+            ))
+        })
+    }
+}
+
+/// A validated workload description (what results.json records under `workload`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Workload {
+    /// Which workload.
+    pub kind: WorkloadKind,
+    /// sbtest tables used (OLTP kinds).
+    pub tables: u32,
+    /// Rows per sbtest table when dbtax prepares them.
+    pub table_size: u64,
+    /// Statements of the `query` workload, run in order as one event.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub queries: Vec<String>,
+    /// Statements run once before the `query` workload (create a table...).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub setup: Vec<String>,
+}
+
+impl Default for Workload {
+    fn default() -> Self {
+        Workload {
+            kind: WorkloadKind::PointSelect,
+            tables: 4,
+            table_size: 100_000,
+            queries: vec![],
+            setup: vec![],
+        }
+    }
+}
+
+/// One connection's statements; `event` runs one query or transaction.
+pub trait Script: Send {
+    /// Run one event; returns the number of statements executed.
+    fn event(&mut self, conn: &mut mysql::Conn, rng: &mut Rng) -> Result<u32, mysql::Error>;
+}
+
+/// A workload whose tables are ready, able to make scripts for connections.
+#[derive(Debug, Clone)]
+pub struct PreparedWorkload {
+    /// The description.
+    pub workload: Workload,
+    /// Largest id per sbtest table, as found or created.
+    pub max_ids: Vec<u64>,
+}
+
+impl Workload {
+    /// Check the description before anything touches a server.
+    pub fn validate(&self) -> Result<()> {
+        if self.kind == WorkloadKind::Query {
+            if self.queries.iter().all(|q| q.trim().is_empty()) {
+                return Err(usage(
+                    "the query workload needs at least one statement: --query 'SELECT 1'",
+                ));
+            }
+        } else {
+            if self.tables == 0 {
+                return Err(usage("--tables must be at least 1"));
+            }
+            if self.table_size == 0 {
+                return Err(usage("--table-size must be at least 1"));
+            }
+        }
+        Ok(())
+    }
+
+    /// Create the tables when absent (or reuse sysbench's), run setup SQL.
+    pub fn prepare(&self, target: &Target, quiet: bool) -> Result<PreparedWorkload> {
+        self.validate()?;
+        target.ensure_schema()?;
+        let max_ids = match self.kind {
+            WorkloadKind::Query => {
+                query::run_setup(target, &self.setup)?;
+                vec![]
+            }
+            _ => oltp::prepare_tables(target, self.tables, self.table_size, quiet)?,
+        };
+        Ok(PreparedWorkload {
+            workload: self.clone(),
+            max_ids,
+        })
+    }
+
+    /// The JSON object results record.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::to_value(self).unwrap_or_default()
+    }
+}
+
+impl PreparedWorkload {
+    /// Prepare this workload's statements on a connection.
+    pub fn script(&self, conn: &mut mysql::Conn) -> Result<Box<dyn Script>, mysql::Error> {
+        match self.workload.kind {
+            WorkloadKind::Query => Ok(Box::new(query::QueryScript::new(&self.workload.queries))),
+            kind => Ok(Box::new(oltp::OltpScript::new(conn, kind, &self.max_ids)?)),
+        }
+    }
+}
+
+/// Split a SQL text into statements on `;` outside quotes (for `--query` and files).
+pub fn split_sql(text: &str) -> Vec<String> {
+    let mut out = vec![];
+    let mut cur = String::new();
+    let mut quote: Option<char> = None;
+    let mut prev = '\0';
+    for ch in text.chars() {
+        match quote {
+            Some(q) if ch == q && prev != '\\' => quote = None,
+            Some(_) => {}
+            None if ch == '\'' || ch == '"' || ch == '`' => quote = Some(ch),
+            None if ch == ';' => {
+                if !cur.trim().is_empty() {
+                    out.push(cur.trim().to_string());
+                }
+                cur.clear();
+                prev = ch;
+                continue;
+            }
+            None => {}
+        }
+        cur.push(ch);
+        prev = ch;
+    }
+    if !cur.trim().is_empty() {
+        out.push(cur.trim().to_string());
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn split_sql_respects_quotes() {
+        assert_eq!(split_sql("select 1;"), vec!["select 1"]);
+        assert_eq!(
+            split_sql("insert into t values ('a;b'); select 2 ;;"),
+            vec!["insert into t values ('a;b')", "select 2"]
+        );
+    }
+
+    #[test]
+    fn unknown_workload_is_a_usage_error() {
+        let e = WorkloadKind::parse("tpcc").unwrap_err();
+        assert_eq!(crate::error::exit_code(&e), 2);
+        assert_eq!(
+            WorkloadKind::parse("read-write").unwrap(),
+            WorkloadKind::ReadWrite
+        );
+    }
+}
