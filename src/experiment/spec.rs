@@ -385,6 +385,7 @@ fn stop_rule(
     current: &StopRule,
 ) -> Result<StopRule> {
     match (repeats, precision) {
+        (None, None) if budget.is_none() => Ok(current.clone()),
         (Some(_), Some(_)) => Err(usage("give repeats or precision, not both")),
         (Some(n), None) => {
             if n < 2 {

@@ -1,0 +1,165 @@
+//! The command line: help, and bad input that must fail with one clear message and exit 2
+//! before any server is touched. No database needed here.
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+
+fn dbtax() -> Command {
+    let mut c = Command::cargo_bin("dbtax").unwrap();
+    c.env(
+        "DBTAX_STATE_DIR",
+        std::env::temp_dir().join("dbtax-cli-test-state"),
+    );
+    c.env_remove("DBTAX_TARGET");
+    c
+}
+
+fn write(name: &str, text: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("dbtax-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+#[test]
+fn help_lists_commands_with_examples() {
+    dbtax()
+        .arg("--help")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("bench"))
+        .stdout(predicate::str::contains("run"))
+        .stdout(predicate::str::contains("restore"))
+        .stdout(predicate::str::contains("Examples:"));
+    dbtax()
+        .args(["run", "--help"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("--precision"))
+        .stdout(predicate::str::contains("dbtax run --feature general-log"));
+}
+
+/// Runs dbtax, expects exit 2 and a one-paragraph "Error:" message containing `needle`.
+fn fails_with_usage(args: &[&str], needle: &str) {
+    let out = dbtax().args(args).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "args {args:?}: stderr {stderr}");
+    assert!(
+        stderr.contains(needle),
+        "args {args:?}: expected '{needle}' in: {stderr}"
+    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+#[test]
+fn bad_durations_workloads_and_threads_are_usage_errors() {
+    fails_with_usage(&["bench", "--duration", "ten"], "bad --duration 'ten'");
+    fails_with_usage(&["bench", "--warmup=-3s"], "bad --warmup");
+    fails_with_usage(&["bench", "--workload", "tpcc"], "tpcc");
+    fails_with_usage(&["bench", "--threads", "0"], "--threads must be at least 1");
+    fails_with_usage(
+        &["run", "--feature", "general-log", "--threads", "0"],
+        "at least 1",
+    );
+    fails_with_usage(
+        &["run", "--feature", "general-log", "--trial", "soon"],
+        "bad --trial",
+    );
+    fails_with_usage(
+        &["run", "--feature", "general-log", "--repeats", "1"],
+        "at least 2",
+    );
+}
+
+#[test]
+fn bad_urls_are_usage_errors_that_never_print_the_password() {
+    let out = dbtax()
+        .args([
+            "bench",
+            "--target",
+            "mysql://bob:hunter2@127.0.0.1:notaport/db",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("bad --target"), "{stderr}");
+    assert!(!stderr.contains("hunter2"), "password leaked: {stderr}");
+    fails_with_usage(
+        &["bench", "--target", "managed:oracle"],
+        "unknown managed target",
+    );
+    fails_with_usage(&["bench", "--target", "ftp://x/"], "unknown scheme");
+}
+
+#[test]
+fn a_server_that_is_down_is_a_usage_error() {
+    let out = dbtax()
+        .args([
+            "bench",
+            "--target",
+            "mysql://root:sekret@localhost/db?socket=/nonexistent/mysqld.sock",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("cannot connect to mysql://root:***@"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("sekret"), "{stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "one paragraph: {stderr}");
+}
+
+#[test]
+fn unknown_features_and_empty_experiments_are_usage_errors() {
+    fails_with_usage(
+        &["run", "--feature", "turbo-mode"],
+        "unknown feature 'turbo-mode'",
+    );
+    fails_with_usage(&["run"], "nothing to compare");
+}
+
+#[test]
+fn broken_experiment_files_say_what_is_wrong() {
+    let p = write("broken.toml", "name = \"x\"\nthreads = [1, 4\n");
+    fails_with_usage(&["run", p.to_str().unwrap()], "not a valid experiment file");
+    let p = write(
+        "typo.toml",
+        "name = \"x\"\nthread = [1]\n[[variant]]\nname = \"off\"\n",
+    );
+    fails_with_usage(&["run", p.to_str().unwrap()], "unknown field `thread`");
+    let p = write(
+        "feature.toml",
+        "name = \"x\"\n[[variant]]\nname = \"off\"\n[[variant]]\nname = \"on\"\nfeature = \"nope\"\n",
+    );
+    fails_with_usage(&["run", p.to_str().unwrap()], "unknown feature 'nope'");
+    let p = write(
+        "dup.toml",
+        "[[variant]]\nname = \"a\"\n[[variant]]\nname = \"a\"\n",
+    );
+    fails_with_usage(&["run", p.to_str().unwrap()], "two variants are named 'a'");
+    fails_with_usage(
+        &["run", "/nonexistent/exp.toml"],
+        "cannot read experiment file",
+    );
+}
+
+#[test]
+fn features_offline_lists_the_catalog() {
+    dbtax()
+        .args(["features", "--offline"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("general-log"))
+        .stdout(predicate::str::contains("slow-log"))
+        .stdout(predicate::str::contains("audit"))
+        .stdout(predicate::str::contains("binlog-sync"));
+}
+
+#[test]
+fn restore_refuses_managed_targets() {
+    fails_with_usage(&["restore"], "nothing to restore");
+}
