@@ -43,7 +43,7 @@ pub enum Command {
 The first variant is the baseline. Overhead = 100 x (1 - qps_variant / qps_baseline),
 estimated from block-paired ratios with a 95% t interval. Settings are journaled before any
 change and restored at exit, on error and on Ctrl-C; `dbtax restore` after a kill -9.")]
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// General log, slow log and audit plugin vs off, on a throwaway MariaDB.
     #[command(after_help = "Examples:
   dbtax demo            threads 1, 4, 16, 64 (about 5 minutes)
@@ -54,6 +54,23 @@ change and restored at exit, on error and on Ctrl-C; `dbtax restore` after a kil
   dbtax features
   dbtax features --target 'mysql://root:pw@127.0.0.1:3306/'")]
     Features(FeaturesArgs),
+    /// Re-render a results.json: the table, and on request HTML, CSV and SVG charts.
+    #[command(after_help = "Examples:
+  dbtax report dbtax-results/20261130-101500-demo/results.json
+  dbtax report results.json --html report.html --csv results.csv --svg charts/")]
+    Report(ReportArgs),
+    /// Two results side by side (one experiment on two servers, machines or versions).
+    #[command(after_help = "Examples:
+  dbtax compare mariadb/results.json mysql/results.json
+  dbtax compare a.json b.json --html compare.html")]
+    Compare(CompareArgs),
+    /// List the presets: the four seed studies, reproduced.
+    Presets,
+    /// Log-device probe: durable small appends four ways, by writer threads.
+    #[command(after_help = "Examples:
+  dbtax fsync                          in the current directory, 5 s per measurement
+  dbtax fsync --dir /var/lib/mysql --duration 2s --json")]
+    Fsync(FsyncArgs),
     /// Put back every setting an interrupted run changed (after kill -9 or a crash).
     #[command(after_help = "Examples:
   dbtax restore --target 'mysql://root:pw@127.0.0.1:3306/'
@@ -135,7 +152,24 @@ pub struct BenchArgs {
 #[derive(Debug, Args)]
 pub struct RunArgs {
     /// Experiment file (TOML). Flags override its fields.
+    #[arg(conflicts_with = "preset")]
     pub file: Option<PathBuf>,
+    /// Run a preset (see `dbtax presets`). Flags override its fields.
+    #[arg(long, short = 'p')]
+    pub preset: Option<String>,
+    /// With --preset: a small version that takes about two minutes.
+    #[arg(long, requires = "preset", conflicts_with = "full")]
+    pub quick: bool,
+    /// With --preset: the study's whole thread range.
+    #[arg(long, requires = "preset")]
+    pub full: bool,
+    /// Run the same experiment on a second target and compare (as study 000 compared servers).
+    #[arg(long, value_name = "T2")]
+    pub compare_target: Option<String>,
+    /// Restart-only settings on a server dbtax does not manage: a shell command that restarts
+    /// it with the options in $DBTAX_SERVER_OPTS and returns when it is up.
+    #[arg(long, value_name = "CMD")]
+    pub restart_cmd: Option<String>,
     #[command(flatten)]
     pub target: TargetArgs,
     #[command(flatten)]
@@ -210,4 +244,49 @@ pub struct RestoreArgs {
     /// List pending journals instead of restoring.
     #[arg(long)]
     pub list: bool,
+}
+
+/// `dbtax report`.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// A results.json written by `dbtax run` or `dbtax demo`.
+    pub results: PathBuf,
+    /// Write the self-contained HTML report here.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+    /// Write one CSV row per trial here.
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+    /// Write each chart as an SVG file into this directory.
+    #[arg(long, value_name = "DIR")]
+    pub svg: Option<PathBuf>,
+}
+
+/// `dbtax compare`.
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// The first results.json (A).
+    pub a: PathBuf,
+    /// The second results.json (B).
+    pub b: PathBuf,
+    /// Also write the comparison as a self-contained HTML page.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+}
+
+/// `dbtax fsync`.
+#[derive(Debug, Args)]
+pub struct FsyncArgs {
+    /// Directory on the device to probe (a temporary file is written there and removed).
+    #[arg(long, default_value = ".")]
+    pub dir: PathBuf,
+    /// Time per (method, threads) measurement.
+    #[arg(long, default_value = "5s")]
+    pub duration: String,
+    /// Writer thread counts.
+    #[arg(long, value_delimiter = ',', default_value = "1,2,4,8,16")]
+    pub threads: Vec<u32>,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
 }

@@ -7,6 +7,7 @@ pub mod config;
 pub mod error;
 pub mod experiment;
 pub mod feature;
+pub mod fsync;
 pub mod host;
 pub mod interrupt;
 pub mod load;

@@ -103,9 +103,15 @@ pub struct ToolInfo {
 pub struct VariantInfo {
     /// Variant name; the first is the baseline.
     pub name: String,
-    /// Catalog feature switched on, if any.
+    /// Catalog feature switched on, if any (the first, in multi-factor experiments).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub feature: Option<String>,
+    /// The variant this one's overhead is computed against (its own name for a baseline).
+    #[serde(default)]
+    pub baseline: String,
+    /// Restart-only server options of this variant.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub server_opts: Vec<String>,
     /// Every global variable this variant sets, with its value.
     pub settings: BTreeMap<String, String>,
 }
@@ -145,6 +151,24 @@ pub struct Cell {
     /// Extra server CPU per statement against the baseline, µs, with its 95% CI: a second,
     /// often steadier, estimate of the cost. Null for the baseline or when not local.
     pub server_cpu_delta_us: Option<Estimate>,
+    /// Median measured time of a trial, s (with a fixed query count: the total time).
+    #[serde(default)]
+    pub duration_s_median: f64,
+    /// Multi-factor experiments: this variant's overhead due to each factor alone, against
+    /// the variant that differs from it only in that factor.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub effects: Vec<FactorEffect>,
+}
+
+/// One factor's overhead within the levels of the others.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct FactorEffect {
+    /// Factor name.
+    pub factor: String,
+    /// The variant compared against (this factor at its first level).
+    pub against: String,
+    /// The overhead; null when fewer than two paired blocks.
+    pub overhead: Option<Overhead>,
 }
 
 /// A point estimate with a 95% interval.
@@ -181,6 +205,9 @@ pub struct Results {
     pub trial_s: f64,
     /// Settle seconds after each switch.
     pub warmup_s: f64,
+    /// Statements per trial when trials run a fixed count (mysqlslap style).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queries_per_trial: Option<u64>,
     /// Variants; the first is the baseline.
     pub variants: Vec<VariantInfo>,
     /// One per (variant, threads).

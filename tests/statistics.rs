@@ -32,6 +32,8 @@ fn experiment(variants: usize, stop: StopRule, seed: u64) -> Experiment {
         variants: v,
         max_log_bytes: None,
         seed,
+        queries_per_trial: None,
+        managed_server_opts: vec![],
     }
 }
 

@@ -1,7 +1,7 @@
 //! `dbtax run` and `dbtax demo`: validate, check the server, print the plan (and stop there
 //! with --dry-run), prepare, journal, run, restore, write results.json after every block.
 
-use super::live::LiveBench;
+use super::live::{LiveBench, Restarter};
 use super::runner::{self, Observer};
 use super::spec::{Experiment, StopRule, VariantSpec};
 use crate::cli::{DemoArgs, RunArgs, TargetArgs};
@@ -9,6 +9,7 @@ use crate::config::target_from;
 use crate::error::usage;
 use crate::feature::catalog::Flavor;
 use crate::feature::toggle::{self, Support, Switcher};
+use crate::load::TrialPlan;
 use crate::results::{Cell, Results, SCHEMA, ToolInfo, VariantInfo};
 use crate::target::Target;
 use crate::target::mysql::{global_vars, set_global_sql};
@@ -28,6 +29,8 @@ pub struct RunOptions {
     pub dry_run: bool,
     /// `--json`: results.json on stdout, nothing else there.
     pub json: bool,
+    /// `--restart-cmd`.
+    pub restart_cmd: Option<String>,
 }
 
 /// `dbtax run`.
@@ -37,8 +40,56 @@ pub fn run(args: RunArgs) -> Result<()> {
         out: args.out.clone(),
         dry_run: args.dry_run,
         json: args.json,
+        restart_cmd: args.restart_cmd.clone(),
     };
-    execute(&exp, &args.target, &opts).map(|_| ())
+    let Some(t2) = &args.compare_target else {
+        return execute(&exp, &args.target, &opts).map(|_| ());
+    };
+    // Validate the second target before the first run starts.
+    crate::target::TargetSpec::parse(t2)?;
+    let first = execute(&exp, &args.target, &opts)?;
+    let mut second_args = args.target.clone();
+    second_args.target = Some(t2.clone());
+    let dir = first_dir(&opts, &exp.name)?;
+    let opts2 = RunOptions {
+        out: Some(dir.join("compare-target")),
+        ..opts.clone()
+    };
+    let second = execute(&exp, &second_args, &opts2)?;
+    println!("\n{}", crate::report::compare::render_text(&first, &second));
+    let page = dir.join("compare.html");
+    std::fs::write(&page, crate::report::compare::render_html(&first, &second))?;
+    println!("Comparison: {}", page.display());
+    Ok(())
+}
+
+fn first_dir(opts: &RunOptions, name: &str) -> Result<PathBuf> {
+    match &opts.out {
+        Some(d) => Ok(d.clone()),
+        None => latest_dir(name),
+    }
+}
+
+/// The newest default results directory of an experiment (when --out was not given).
+fn latest_dir(name: &str) -> Result<PathBuf> {
+    let suffix = format!("-{name}");
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir("dbtax-results")?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().ends_with(&suffix))
+        })
+        .collect();
+    dirs.sort();
+    dirs.pop().context("finding the results directory")
+}
+
+/// `dbtax presets`.
+pub fn presets() {
+    println!("Presets (dbtax run --preset NAME [--quick | --full]):");
+    for p in super::presets::ALL {
+        println!("  {:<17} {}\n  {:<17} {}", p.name, p.summary, "", p.study);
+    }
 }
 
 /// The demo experiment: general log, slow log and audit against off, point selects.
@@ -64,6 +115,8 @@ pub fn demo_experiment(quick: bool) -> Experiment {
         variants: super::spec::variants_for_features(&features),
         max_log_bytes: None,
         seed: crate::rng::Rng::from_time(0).next_u64() % 1_000_000,
+        queries_per_trial: None,
+        managed_server_opts: vec![],
     }
 }
 
@@ -79,8 +132,7 @@ pub fn demo(args: DemoArgs) -> Result<()> {
     };
     let opts = RunOptions {
         out: args.out.clone(),
-        dry_run: false,
-        json: false,
+        ..Default::default()
     };
     execute(&exp, &target, &opts).map(|_| ())
 }
@@ -88,6 +140,9 @@ pub fn demo(args: DemoArgs) -> Result<()> {
 /// Run an experiment on the target and return its results (also written to the out dir).
 pub fn execute(exp: &Experiment, target_args: &TargetArgs, opts: &RunOptions) -> Result<Results> {
     let (spec, mut managed) = target_from(target_args, exp.target.as_deref())?;
+    managed
+        .server_opts
+        .extend(exp.managed_server_opts.iter().cloned());
     for f in exp.features(Flavor::Mariadb)? {
         if f.requires_on.is_some() {
             managed
@@ -96,14 +151,37 @@ pub fn execute(exp: &Experiment, target_args: &TargetArgs, opts: &RunOptions) ->
         }
     }
     let quiet = opts.json;
-    let target = Target::open(&spec, &managed, target_args.schema.as_deref())?;
+    let mut target = Target::open(&spec, &managed, target_args.schema.as_deref())?;
     let flavor = toggle::flavor(&target);
     let features = exp.features(flavor)?;
     let (touched, states) = exp.states(flavor)?;
+    let server_opts = exp.server_opts(flavor)?;
+    let restarter = match (&opts.restart_cmd, target.is_managed()) {
+        _ if server_opts.iter().all(Vec::is_empty) => Restarter::None,
+        (_, true) => Restarter::Managed,
+        (Some(cmd), false) => Restarter::Command(cmd.clone()),
+        (None, false) => {
+            let v = exp
+                .variants
+                .iter()
+                .zip(&server_opts)
+                .find(|(_, o)| !o.is_empty());
+            return Err(usage(format!(
+                "variant '{}' needs a server restart (server options {:?}), which dbtax does only \
+                 on a managed target; give --restart-cmd 'CMD' (a command that restarts {} with \
+                 the options in $DBTAX_SERVER_OPTS), or use --target managed:mariadb. Nothing was \
+                 changed",
+                v.map(|(v, _)| v.name.as_str()).unwrap_or("?"),
+                v.map(|(_, o)| o.clone()).unwrap_or_default(),
+                target.label()
+            )));
+        }
+    };
+    let can_restart = restarter != Restarter::None || target.is_managed();
     let mut admin = target.admin()?;
     let mut notes = vec![];
     for f in &features {
-        match toggle::support(&mut admin, &target, f)? {
+        match toggle::support(&mut admin, &target, f, can_restart)? {
             Support::Yes(note) if !note.is_empty() => notes.push(format!("{}: {note}", f.name)),
             Support::Yes(_) => {}
             Support::No(why) => {
@@ -162,22 +240,22 @@ pub fn execute(exp: &Experiment, target_args: &TargetArgs, opts: &RunOptions) ->
         workload: exp.workload.to_json(),
         trial_s: exp.trial.as_secs_f64(),
         warmup_s: exp.warmup.as_secs_f64(),
-        variants: variant_infos(&exp.variants, &states, &originals),
+        queries_per_trial: exp.queries_per_trial,
+        variants: variant_infos(&exp.variants, &states, &server_opts, &originals),
         cells: vec![],
         warnings: vec![],
     };
     let bar = run_bar(quiet);
-    let mut bench = LiveBench::new(
-        &target,
-        &prepared,
-        switcher,
-        states,
-        exp.trial,
-        exp.warmup,
-        log_files,
-        exp.max_log_bytes,
-        bar.clone(),
-    );
+    let plan = TrialPlan {
+        threads: 1,
+        duration: exp.trial,
+        warmup: exp.warmup,
+        queries: exp.queries_per_trial,
+    };
+    let mut bench = LiveBench::new(&mut target, &prepared, switcher, states, server_opts, plan)
+        .with_restarter(restarter)
+        .with_logs(log_files, exp.max_log_bytes)
+        .with_bar(bar.clone());
     let mut recorder = Recorder {
         results: &mut results,
         dir: out_dir.clone(),
@@ -185,7 +263,7 @@ pub fn execute(exp: &Experiment, target_args: &TargetArgs, opts: &RunOptions) ->
     };
     recorder.write()?;
     let outcome = runner::run(exp, &mut bench, &mut recorder);
-    let restored = bench.switcher.restore();
+    let restored = bench.finish();
     bar.finish_and_clear();
     let failed = match outcome {
         Ok(o) => {
@@ -200,11 +278,17 @@ pub fn execute(exp: &Experiment, target_args: &TargetArgs, opts: &RunOptions) ->
         .warnings
         .extend(client_cpu_warnings(&results.cells, results.host.cores));
     write_results(&out_dir, &results)?;
+    if !results.cells.is_empty() {
+        crate::report::write_all(&out_dir, &results)?;
+    }
     if opts.json {
         println!("{}", serde_json::to_string_pretty(&results)?);
     } else {
         print!("{}", crate::report::table::render(&results));
-        println!("Results: {}", out_dir.join("results.json").display());
+        println!(
+            "Results: {} (report.html, results.csv, charts/ beside it)",
+            out_dir.join("results.json").display()
+        );
     }
     restored.context("restoring the server's settings")?;
     match failed {
@@ -283,14 +367,18 @@ fn log_files(
 fn variant_infos(
     variants: &[VariantSpec],
     states: &[toggle::State],
+    server_opts: &[Vec<String>],
     originals: &BTreeMap<String, String>,
 ) -> Vec<VariantInfo> {
     variants
         .iter()
         .zip(states)
-        .map(|(v, s)| VariantInfo {
+        .zip(server_opts)
+        .map(|((v, s), opts)| VariantInfo {
             name: v.name.clone(),
-            feature: v.feature.clone(),
+            feature: v.features.first().cloned(),
+            baseline: variants[v.baseline].name.clone(),
+            server_opts: opts.clone(),
             settings: s
                 .iter()
                 .map(|(k, val)| {

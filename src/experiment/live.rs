@@ -1,5 +1,6 @@
-//! The real server behind the runner's `Bench`: switch with the journaled `Switcher`, guard the
-//! disk, truncate the feature logs on managed targets, and run trials with the load generator.
+//! The real server behind the runner's `Bench`: switch with the journaled `Switcher`, restart
+//! for restart-only settings, guard the disk, truncate the feature logs on managed targets,
+//! and run trials with the load generator.
 
 use super::runner::Bench;
 use crate::feature::toggle::{State, Switcher};
@@ -14,44 +15,49 @@ use std::time::Duration;
 
 /// Refuse to let the log's filesystem fall under this share of free space.
 const MIN_FREE_FRACTION: f64 = 0.10;
+/// Settle at least this long after a restart (the buffer pool reloads, caches are cold).
+const SETTLE_AFTER_RESTART: Duration = Duration::from_secs(3);
+
+/// How restart-only settings are switched.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Restarter {
+    /// The experiment has none.
+    None,
+    /// dbtax restarts its managed server.
+    Managed,
+    /// The user's command restarts their server (`--restart-cmd`), given the options in
+    /// $DBTAX_SERVER_OPTS.
+    Command(String),
+}
 
 /// A real server, switched between variants.
 pub struct LiveBench<'a> {
-    /// The server.
-    pub target: &'a Target,
-    /// Tables ready, statements known.
-    pub workload: &'a PreparedWorkload,
+    target: &'a mut Target,
+    workload: &'a PreparedWorkload,
     /// Journaled switching.
     pub switcher: Switcher,
-    /// Each variant's full state.
-    pub states: Vec<State>,
-    /// Measured time per trial.
-    pub trial: Duration,
-    /// Settle time before measuring.
-    pub warmup: Duration,
-    /// Local paths of the feature logs (their growth is log bytes per query).
-    pub log_files: Vec<PathBuf>,
-    /// `--max-log-bytes`.
-    pub max_log_bytes: Option<u64>,
-    /// The progress display.
-    pub bar: ProgressBar,
+    states: Vec<State>,
+    server_opts: Vec<Vec<String>>,
+    current_opts: Vec<String>,
+    restarter: Restarter,
+    plan: TrialPlan,
+    log_files: Vec<PathBuf>,
+    max_log_bytes: Option<u64>,
+    bar: ProgressBar,
     log_growth: u64,
     log_rate: Vec<f64>,
+    cold: bool,
 }
 
 impl<'a> LiveBench<'a> {
-    /// A bench over a begun switcher.
-    #[allow(clippy::too_many_arguments)]
+    /// A bench over a begun switcher. `plan.threads` is set per trial.
     pub fn new(
-        target: &'a Target,
+        target: &'a mut Target,
         workload: &'a PreparedWorkload,
         switcher: Switcher,
         states: Vec<State>,
-        trial: Duration,
-        warmup: Duration,
-        log_files: Vec<PathBuf>,
-        max_log_bytes: Option<u64>,
-        bar: ProgressBar,
+        server_opts: Vec<Vec<String>>,
+        plan: TrialPlan,
     ) -> Self {
         let n = states.len();
         LiveBench {
@@ -59,19 +65,68 @@ impl<'a> LiveBench<'a> {
             workload,
             switcher,
             states,
-            trial,
-            warmup,
-            log_files,
-            max_log_bytes,
-            bar,
+            server_opts,
+            current_opts: vec![],
+            restarter: Restarter::None,
+            plan,
+            log_files: vec![],
+            max_log_bytes: None,
+            bar: ProgressBar::hidden(),
             log_growth: 0,
             log_rate: vec![0.0; n],
+            cold: false,
         }
+    }
+
+    /// How to restart for restart-only settings.
+    pub fn with_restarter(mut self, r: Restarter) -> Self {
+        self.restarter = r;
+        self
+    }
+
+    /// Feature log files to measure and guard, and the `--max-log-bytes` limit.
+    pub fn with_logs(mut self, files: Vec<PathBuf>, max_bytes: Option<u64>) -> Self {
+        self.log_files = files;
+        self.max_log_bytes = max_bytes;
+        self
+    }
+
+    /// The progress display to update.
+    pub fn with_bar(mut self, bar: ProgressBar) -> Self {
+        self.bar = bar;
+        self
+    }
+
+    fn restart(&mut self, opts: &[String]) -> Result<()> {
+        self.bar
+            .set_message(format!("restarting the server with {opts:?}"));
+        match &self.restarter {
+            Restarter::Managed => self.target.restart_managed(opts)?,
+            Restarter::Command(cmd) => self.target.restart_with_command(cmd, opts)?,
+            Restarter::None => bail!("a variant needs a restart, and no way to restart was given"),
+        }
+        self.current_opts = opts.to_vec();
+        self.switcher.after_restart(self.target)?;
+        self.cold = true;
+        Ok(())
+    }
+
+    /// Put the server back as found: restart without the variants' options (when they were
+    /// applied), then restore every setting.
+    pub fn finish(&mut self) -> Result<()> {
+        let restarted = if self.current_opts.is_empty() {
+            Ok(())
+        } else {
+            self.restart(&[])
+        };
+        let restored = self.switcher.restore();
+        restarted.and(restored)
     }
 
     /// Stop before a trial that would fill the log's disk or pass --max-log-bytes.
     fn guard_disk(&self, variant: usize) -> Result<()> {
-        let expected = (self.log_rate[variant] * (self.trial + self.warmup).as_secs_f64()) as u64;
+        let span = self.plan.duration + self.plan.warmup;
+        let expected = (self.log_rate[variant] * span.as_secs_f64()) as u64;
         if let Some(max) = self.max_log_bytes
             && self.log_growth + expected > max
         {
@@ -103,6 +158,10 @@ impl<'a> LiveBench<'a> {
 
 impl Bench for LiveBench<'_> {
     fn apply(&mut self, variant: usize) -> Result<()> {
+        if self.server_opts[variant] != self.current_opts {
+            let opts = self.server_opts[variant].clone();
+            self.restart(&opts)?;
+        }
         self.switcher.apply(&self.states[variant])
     }
 
@@ -116,26 +175,41 @@ impl Bench for LiveBench<'_> {
                 }
             }
         }
-        let plan = TrialPlan {
-            threads,
-            duration: self.trial,
-            warmup: self.warmup,
-            queries: None,
-        };
+        let mut plan = self.plan.clone();
+        plan.threads = threads;
+        if std::mem::take(&mut self.cold) {
+            if plan.queries.is_some() {
+                // Fixed-count trials have no settle phase: settle here, with the load.
+                let warm = TrialPlan {
+                    threads,
+                    duration: Duration::from_millis(1),
+                    warmup: SETTLE_AFTER_RESTART,
+                    queries: None,
+                };
+                run_trial(
+                    self.target,
+                    self.workload,
+                    &warm,
+                    &TrialProbes::default(),
+                    &mut |_| {},
+                )?;
+            } else {
+                plan.warmup = plan.warmup.max(SETTLE_AFTER_RESTART);
+            }
+        }
         let probes = TrialProbes {
             log_files: self.log_files.clone(),
             server_status: true,
         };
         let bar = self.bar.clone();
-        let prefix = bar.message();
+        let head = bar.message().split(" | ").next().unwrap_or("").to_string();
         let t = run_trial(self.target, self.workload, &plan, &probes, &mut |p| {
             let phase = if p.measuring { "measuring" } else { "settling" };
-            let head = prefix.split(" | ").next().unwrap_or("").to_string();
             bar.set_message(format!("{head} | {phase} {:.0} q/s", p.events_per_s));
         })?;
         let rate = t.log_bytes_per_query.unwrap_or(0.0) * t.qps;
         self.log_rate[variant] = rate;
-        self.log_growth += (rate * (self.trial + self.warmup).as_secs_f64()) as u64;
+        self.log_growth += (rate * (plan.duration + plan.warmup).as_secs_f64()) as u64;
         Ok(t)
     }
 }

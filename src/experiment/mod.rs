@@ -5,6 +5,7 @@
 pub mod command;
 pub mod live;
 pub mod plan;
+pub mod presets;
 pub mod runner;
 pub mod sim;
 pub mod spec;

@@ -54,10 +54,11 @@ pub fn run(
                 .enumerate()
                 .map(move |(i, v)| CellTrials {
                     variant: v.name.clone(),
-                    baseline: 0,
+                    baseline: v.baseline,
                     variant_index: i,
                     threads: t,
                     trials: vec![],
+                    effects: v.effects.clone(),
                 })
         })
         .collect();

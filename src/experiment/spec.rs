@@ -14,14 +14,21 @@ use std::path::Path;
 use std::time::Duration;
 
 /// One server configuration to measure.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct VariantSpec {
     /// Name shown in tables; the first variant is the baseline.
     pub name: String,
-    /// Catalog feature switched on in this variant.
-    pub feature: Option<String>,
-    /// Extra global variables, applied after the feature's.
+    /// Catalog features switched on in this variant (one per factor at most).
+    pub features: Vec<String>,
+    /// Extra global variables, applied after the features'.
     pub set: Vec<(String, String)>,
+    /// Restart-only server options (`log-bin=binlog`): the server is restarted with them.
+    pub server_opts: Vec<String>,
+    /// Index of the variant this one's overhead is computed against (itself: a baseline).
+    pub baseline: usize,
+    /// Multi-factor experiments: (factor, index of the variant with that factor at its
+    /// first level and every other factor the same).
+    pub effects: Vec<(String, usize)>,
 }
 
 /// When to stop adding blocks.
@@ -61,6 +68,10 @@ pub struct Experiment {
     pub max_log_bytes: Option<u64>,
     /// Seed for the trial order.
     pub seed: u64,
+    /// Trials run this many statements each (mysqlslap style) instead of for `trial`.
+    pub queries_per_trial: Option<u64>,
+    /// Managed targets: server options for every variant (e.g. the binary log).
+    pub managed_server_opts: Vec<String>,
 }
 
 /// Blocks run at least this many times in precision mode before the CI is trusted.
@@ -82,8 +93,20 @@ struct ExperimentFile {
     budget: Option<String>,
     max_log_bytes: Option<String>,
     seed: Option<u64>,
+    queries_per_trial: Option<u64>,
+    #[serde(default)]
+    server_opts: Vec<String>,
     #[serde(default)]
     variant: Vec<VariantFile>,
+    #[serde(default)]
+    factor: Vec<FactorFile>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FactorFile {
+    name: String,
+    level: Vec<VariantFile>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -122,6 +145,76 @@ struct VariantFile {
     feature: Option<String>,
     #[serde(default)]
     set: BTreeMap<String, toml::Value>,
+    #[serde(default)]
+    server_opts: Vec<String>,
+}
+
+impl VariantFile {
+    fn into_spec(self) -> Result<VariantSpec> {
+        let set = self
+            .set
+            .iter()
+            .map(|(k, val)| Ok((k.clone(), toml_scalar(k, val)?)))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(VariantSpec {
+            name: self.name,
+            features: self.feature.into_iter().collect(),
+            set,
+            server_opts: self.server_opts,
+            ..Default::default()
+        })
+    }
+}
+
+/// The cartesian product of factor levels (the last factor varies fastest). Each variant's
+/// overhead is against the variant with the first factor at its first level (the first
+/// factor's effect within each level of the others); a variant whose first factor is at its
+/// first level is compared with the all-first-levels baseline. `effects` lists, per factor,
+/// the variant it differs from in that factor alone.
+pub fn product(factors: &[(String, Vec<VariantSpec>)]) -> Vec<VariantSpec> {
+    let mut combos: Vec<Vec<usize>> = vec![vec![]];
+    for (_, levels) in factors.iter().rev() {
+        combos = (0..levels.len())
+            .flat_map(|l| combos.iter().map(move |c| [vec![l], c.clone()].concat()))
+            .collect();
+    }
+    let index = |c: &[usize]| {
+        c.iter()
+            .zip(factors)
+            .fold(0usize, |acc, (l, (_, levels))| acc * levels.len() + l)
+    };
+    combos
+        .iter()
+        .map(|c| {
+            let names: Vec<&str> = c
+                .iter()
+                .zip(factors)
+                .map(|(l, (_, levels))| levels[*l].name.as_str())
+                .collect();
+            let mut v = VariantSpec {
+                name: names.join("/"),
+                ..Default::default()
+            };
+            for (l, (_, levels)) in c.iter().zip(factors) {
+                let level = &levels[*l];
+                v.features.extend(level.features.iter().cloned());
+                v.set.extend(level.set.iter().cloned());
+                v.server_opts.extend(level.server_opts.iter().cloned());
+            }
+            for (f, (fname, _)) in factors.iter().enumerate() {
+                if c[f] != 0 {
+                    let mut other = c.clone();
+                    other[f] = 0;
+                    v.effects.push((fname.clone(), index(&other)));
+                }
+            }
+            v.baseline = match v.effects.first() {
+                Some((_, i)) if c[0] != 0 => *i,
+                _ => 0,
+            };
+            v
+        })
+        .collect()
 }
 
 fn toml_scalar(name: &str, v: &toml::Value) -> Result<String> {
@@ -150,6 +243,8 @@ impl Experiment {
             variants: vec![],
             max_log_bytes: None,
             seed: 0,
+            queries_per_trial: None,
+            managed_server_opts: vec![],
         }
     }
 
@@ -208,26 +303,48 @@ impl Experiment {
         if let Some(s) = f.seed {
             exp.seed = s;
         }
+        exp.queries_per_trial = f.queries_per_trial;
+        exp.managed_server_opts = f.server_opts;
+        if !f.variant.is_empty() && !f.factor.is_empty() {
+            return Err(usage("use [[variant]] or [[factor]] sections, not both"));
+        }
         for v in f.variant {
-            let set = v
-                .set
-                .iter()
-                .map(|(k, val)| Ok((k.clone(), toml_scalar(k, val)?)))
-                .collect::<Result<Vec<_>>>()?;
-            exp.variants.push(VariantSpec {
-                name: v.name,
-                feature: v.feature,
-                set,
-            });
+            exp.variants.push(v.into_spec()?);
+        }
+        if !f.factor.is_empty() {
+            let mut factors = vec![];
+            for fac in f.factor {
+                if fac.level.len() < 2 {
+                    return Err(usage(format!(
+                        "factor '{}' needs at least two levels",
+                        fac.name
+                    )));
+                }
+                let levels = fac
+                    .level
+                    .into_iter()
+                    .map(VariantFile::into_spec)
+                    .collect::<Result<Vec<_>>>()?;
+                factors.push((fac.name, levels));
+            }
+            exp.variants = product(&factors);
         }
         Ok(exp)
     }
 
     /// The experiment of `dbtax run`: the file (if any), then flags over it, validated.
     pub fn from_args(args: &RunArgs) -> Result<Experiment> {
-        let mut exp = match &args.file {
-            Some(p) => Experiment::from_file(p)?,
-            None => Experiment::defaults(),
+        let mut exp = match (&args.file, &args.preset) {
+            (Some(p), _) => Experiment::from_file(p)?,
+            (None, Some(name)) => {
+                let size = match (args.quick, args.full) {
+                    (true, _) => super::presets::Size::Quick,
+                    (_, true) => super::presets::Size::Full,
+                    _ => super::presets::Size::Normal,
+                };
+                super::presets::build(name, size)?
+            }
+            (None, None) => Experiment::defaults(),
         };
         exp.workload = workload_from(&args.workload, exp.workload.clone())?;
         if let Some(t) = &args.threads {
@@ -281,8 +398,16 @@ impl Experiment {
             if !seen.insert(v.name.as_str()) {
                 return Err(usage(format!("two variants are named '{}'", v.name)));
             }
-            if let Some(f) = &v.feature {
+            for f in &v.features {
                 catalog::validate_name(f)?;
+            }
+            for o in &v.server_opts {
+                if !o.chars().next().is_some_and(|c| c.is_ascii_alphabetic()) {
+                    return Err(usage(format!(
+                        "bad server option '{o}' in variant '{}': write name=value",
+                        v.name
+                    )));
+                }
             }
             for (k, _) in &v.set {
                 validate_identifier(&format!("variable in variant '{}'", v.name), k)?;
@@ -295,6 +420,9 @@ impl Experiment {
         }
         if self.threads.iter().any(|&t| t > 4096) {
             return Err(usage("--threads: at most 4096 clients"));
+        }
+        if self.queries_per_trial == Some(0) {
+            return Err(usage("queries per trial must be at least 1"));
         }
         if self.trial.is_zero() {
             return Err(usage("--trial must be longer than 0"));
@@ -313,15 +441,28 @@ impl Experiment {
     /// The features used, resolved for a server flavor, in variant order, without repeats.
     pub fn features(&self, flavor: Flavor) -> Result<Vec<Feature>> {
         let mut out: Vec<Feature> = vec![];
-        for v in &self.variants {
-            if let Some(name) = &v.feature {
-                let f = catalog::lookup(name, flavor)?;
-                if !out.iter().any(|o| o.name == f.name) {
-                    out.push(f);
-                }
+        for name in self.variants.iter().flat_map(|v| &v.features) {
+            let f = catalog::lookup(name, flavor)?;
+            if !out.iter().any(|o| o.name == f.name) {
+                out.push(f);
             }
         }
         Ok(out)
+    }
+
+    /// Restart-only server options of each variant: its own and its features'.
+    pub fn server_opts(&self, flavor: Flavor) -> Result<Vec<Vec<String>>> {
+        self.variants
+            .iter()
+            .map(|v| {
+                let mut opts = v.server_opts.clone();
+                for name in &v.features {
+                    let f = catalog::lookup(name, flavor)?;
+                    opts.extend(f.restart_opts.iter().map(|o| o.to_string()));
+                }
+                Ok(opts)
+            })
+            .collect()
     }
 
     /// Every variable any variant touches (first-seen order), and each variant's full state:
@@ -338,7 +479,7 @@ impl Experiment {
         let mut own: Vec<Vec<(String, String)>> = vec![];
         for v in &self.variants {
             let mut s: Vec<(String, String)> = vec![];
-            if let Some(name) = &v.feature {
+            for name in &v.features {
                 let f = catalog::lookup(name, flavor)?;
                 s.extend(f.on.iter().map(|(k, v)| (k.to_string(), v.to_string())));
             }
@@ -428,12 +569,12 @@ fn validate_name(what: &str, s: &str) -> Result<()> {
     let ok = !s.is_empty()
         && s.len() <= 64
         && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_.+".contains(c));
+            .all(|c| c.is_ascii_alphanumeric() || "-_.+/=".contains(c));
     if ok {
         Ok(())
     } else {
         Err(usage(format!(
-            "bad {what} '{s}': use letters, digits and - _ . + (at most 64)"
+            "bad {what} '{s}': use letters, digits and - _ . + / = (at most 64)"
         )))
     }
 }
@@ -442,14 +583,13 @@ fn validate_name(what: &str, s: &str) -> Result<()> {
 pub fn variants_for_features(features: &[String]) -> Vec<VariantSpec> {
     let mut v = vec![VariantSpec {
         name: "off".into(),
-        feature: None,
-        set: vec![],
+        ..Default::default()
     }];
     for f in features {
         v.push(VariantSpec {
             name: f.clone(),
-            feature: Some(f.clone()),
-            set: vec![],
+            features: vec![f.clone()],
+            ..Default::default()
         });
     }
     v
@@ -529,12 +669,57 @@ set = { innodb_flush_log_at_trx_commit = "2" }
         let e = Experiment::from_toml("thread = [1]", "x").unwrap_err();
         assert!(format!("{e:#}").contains("thread"), "{e:#}");
         let mut e = Experiment::from_toml(EXAMPLE, "x").unwrap();
-        e.variants[1].feature = Some("turbo".into());
+        e.variants[1].features = vec!["turbo".into()];
         assert!(e.validate().is_err());
         let mut e = Experiment::from_toml(EXAMPLE, "x").unwrap();
         e.threads = vec![0];
         assert!(e.validate().is_err());
         let e = Experiment::from_toml("repeats = 1", "x").unwrap_err();
         assert_eq!(crate::error::exit_code(&e), 2);
+    }
+
+    #[test]
+    fn factors_make_the_product_with_effects_within_each_level() {
+        let text = r#"
+[[factor]]
+name = "audit"
+level = [ { name = "no-audit" }, { name = "audit", feature = "audit" } ]
+[[factor]]
+name = "durability"
+level = [
+  { name = "d0", set = { sync_binlog = 0 } },
+  { name = "d1", set = { sync_binlog = 1 } },
+  { name = "d2", set = { sync_binlog = 100 } },
+]
+"#;
+        let e = Experiment::from_toml(text, "x").unwrap();
+        e.validate().unwrap();
+        let names: Vec<&str> = e.variants.iter().map(|v| v.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "no-audit/d0",
+                "no-audit/d1",
+                "no-audit/d2",
+                "audit/d0",
+                "audit/d1",
+                "audit/d2"
+            ]
+        );
+        let audit_d1 = &e.variants[4];
+        assert_eq!(audit_d1.features, vec!["audit".to_string()]);
+        assert_eq!(
+            audit_d1.baseline, 1,
+            "audit's overhead within durability d1"
+        );
+        assert_eq!(
+            audit_d1.effects,
+            vec![("audit".to_string(), 1), ("durability".to_string(), 3)]
+        );
+        assert_eq!(
+            e.variants[2].baseline, 0,
+            "durability alone: against the all-first baseline"
+        );
+        assert_eq!(e.variants[0].baseline, 0);
     }
 }

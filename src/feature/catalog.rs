@@ -33,6 +33,8 @@ pub struct Feature {
     pub requires_on: Option<&'static str>,
     /// Managed targets: server options that provide `requires_on` at start-up.
     pub managed_server_opts: &'static [&'static str],
+    /// Restart-only features: the server options that switch it on (off: without them).
+    pub restart_opts: &'static [&'static str],
 }
 
 /// Which server family a target is, for the features that differ.
@@ -53,6 +55,7 @@ const GENERAL_LOG: Feature = Feature {
     log_file_vars: &["general_log_file"],
     requires_on: None,
     managed_server_opts: &[],
+    restart_opts: &[],
 };
 
 const SLOW_LOG: Feature = Feature {
@@ -68,6 +71,7 @@ const SLOW_LOG: Feature = Feature {
     log_file_vars: &["slow_query_log_file"],
     requires_on: None,
     managed_server_opts: &[],
+    restart_opts: &[],
 };
 
 const AUDIT_MARIADB: Feature = Feature {
@@ -88,6 +92,7 @@ const AUDIT_MARIADB: Feature = Feature {
     log_file_vars: &["server_audit_file_path"],
     requires_on: None,
     managed_server_opts: &[],
+    restart_opts: &[],
 };
 
 const AUDIT_PERCONA: Feature = Feature {
@@ -102,6 +107,7 @@ const AUDIT_PERCONA: Feature = Feature {
     log_file_vars: &["audit_log_file"],
     requires_on: None,
     managed_server_opts: &[],
+    restart_opts: &[],
 };
 
 const BINLOG_SYNC: Feature = Feature {
@@ -113,6 +119,31 @@ const BINLOG_SYNC: Feature = Feature {
     log_file_vars: &[],
     requires_on: Some("log_bin"),
     managed_server_opts: &["log-bin=binlog", "server-id=1"],
+    restart_opts: &[],
+};
+
+const BINLOG: Feature = Feature {
+    name: "binlog",
+    description: "the binary log (log_bin; a restart: managed targets or --restart-cmd)",
+    on: &[],
+    off: &[],
+    plugin: None,
+    log_file_vars: &[],
+    requires_on: None,
+    managed_server_opts: &[],
+    restart_opts: &["log-bin=binlog", "server-id=1"],
+};
+
+const PERFORMANCE_SCHEMA: Feature = Feature {
+    name: "performance-schema",
+    description: "the performance schema (a restart: managed targets or --restart-cmd)",
+    on: &[],
+    off: &[],
+    plugin: None,
+    log_file_vars: &[],
+    requires_on: None,
+    managed_server_opts: &[],
+    restart_opts: &["performance-schema=ON"],
 };
 
 const REDO_FLUSH: Feature = Feature {
@@ -124,15 +155,18 @@ const REDO_FLUSH: Feature = Feature {
     log_file_vars: &[],
     requires_on: None,
     managed_server_opts: &[],
+    restart_opts: &[],
 };
 
 /// Every feature name, in catalog order.
-pub const NAMES: [&str; 5] = [
+pub const NAMES: [&str; 7] = [
     "general-log",
     "slow-log",
     "audit",
     "binlog-sync",
     "redo-flush",
+    "binlog",
+    "performance-schema",
 ];
 
 /// Look a feature up for a server flavor (the audit plugin differs between families).
@@ -144,6 +178,8 @@ pub fn lookup(name: &str, flavor: Flavor) -> Result<Feature> {
         ("audit", Flavor::Mysql) => AUDIT_PERCONA,
         ("binlog-sync", _) => BINLOG_SYNC,
         ("redo-flush", _) => REDO_FLUSH,
+        ("binlog", _) => BINLOG,
+        ("performance-schema", _) => PERFORMANCE_SCHEMA,
         _ => {
             return Err(usage(format!(
                 "unknown feature '{name}': the catalog has {} (see `dbtax features`)",
@@ -168,7 +204,11 @@ mod tests {
             for f in [Flavor::Mariadb, Flavor::Mysql] {
                 let feat = lookup(n, f).unwrap();
                 assert_eq!(feat.name, n);
-                assert!(!feat.on.is_empty() && !feat.off.is_empty());
+                let switched = !feat.on.is_empty() && !feat.off.is_empty();
+                assert!(
+                    switched == feat.restart_opts.is_empty(),
+                    "{n}: SET GLOBAL or restart"
+                );
             }
         }
     }

@@ -29,7 +29,7 @@ pub fn features(args: FeaturesArgs) -> Result<()> {
     let flavor = toggle::flavor(&target);
     for n in NAMES {
         let f = catalog::lookup(n, flavor)?;
-        let (mark, note) = match toggle::support(&mut conn, &target, &f)? {
+        let (mark, note) = match toggle::support(&mut conn, &target, &f, target.is_managed())? {
             Support::Yes(note) if note.is_empty() => ("yes", String::new()),
             Support::Yes(note) => ("yes", format!(" ({note})")),
             Support::No(why) => ("no", format!(" ({why})")),

@@ -70,8 +70,24 @@ fn may_install_plugins(grants: &str) -> bool {
 
 /// Check one feature on a target without changing anything. `SET GLOBAL v = <its current
 /// value>` is how privileges are probed: refused without the privilege, a no-op with it.
-pub fn support(conn: &mut mysql::Conn, target: &Target, f: &Feature) -> Result<Support> {
+/// `can_restart`: dbtax may restart the server (managed, or `--restart-cmd`).
+pub fn support(
+    conn: &mut mysql::Conn,
+    target: &Target,
+    f: &Feature,
+    can_restart: bool,
+) -> Result<Support> {
     let mut notes = vec![];
+    if !f.restart_opts.is_empty() {
+        let opts = f.restart_opts.join(" --");
+        if !can_restart {
+            return Ok(Support::No(format!(
+                "switching it takes a server restart (--{opts}), which dbtax does only on a \
+                 managed target, or with --restart-cmd"
+            )));
+        }
+        notes.push(format!("restarts the server with --{opts} for its trials"));
+    }
     if let Some(p) = &f.plugin
         && !plugin_active(conn, p)?
     {
@@ -236,6 +252,13 @@ impl Switcher {
             Some(p) => self.journal.save(p),
             None => Ok(()),
         }
+    }
+
+    /// After a server restart: a new connection, and every variable back at its original.
+    pub fn after_restart(&mut self, target: &Target) -> Result<()> {
+        self.conn = target.admin()?;
+        self.current = self.journal.original_map();
+        Ok(())
     }
 
     /// The original values, as journaled.

@@ -47,15 +47,31 @@ pub fn render(r: &Results) -> String {
         .max()
         .unwrap_or(7)
         .max(7);
+    let timed = r.queries_per_trial.is_some();
+    if let Some(n) = r.queries_per_trial {
+        s += &format!("\nEach trial ran {n} statements; 'time s' is its total time (median).\n");
+    }
     for t in threads {
         s += &format!("\nthreads {t}\n");
         s += &format!(
-            "  {:<width$} {:>10} {:>6}  {:<36} {:>8} {:>13} {:>9}\n",
-            "variant", "qps", "blocks", "overhead [95% CI]", "p95 ms", "server µs/q", "log B/q"
+            "  {:<width$} {:>10} {:>6}  {:<36} {:>8} {:>13} {:>9}{}\n",
+            "variant",
+            "qps",
+            "blocks",
+            "overhead [95% CI]",
+            "p95 ms",
+            "server µs/q",
+            "log B/q",
+            if timed { "    time s" } else { "" }
         );
         for c in r.cells.iter().filter(|c| c.threads == t) {
+            let time = if timed {
+                format!(" {:>9.2}", c.duration_s_median)
+            } else {
+                String::new()
+            };
             s += &format!(
-                "  {:<width$} {:>10.0} {:>6}  {:<36} {:>8.3} {:>13} {:>9}\n",
+                "  {:<width$} {:>10.0} {:>6}  {:<36} {:>8.3} {:>13} {:>9}{time}\n",
                 c.variant,
                 c.qps_median,
                 c.trials.len(),
@@ -64,6 +80,34 @@ pub fn render(r: &Results) -> String {
                 fmt_opt(c.server_cpu_us_per_query_median, 1),
                 fmt_opt(c.log_bytes_per_query_median, 0),
             );
+            for e in &c.effects {
+                if let Some(o) = &e.overhead
+                    && e.against
+                        != r.variants
+                            .iter()
+                            .find(|v| v.name == c.variant)
+                            .map(|v| v.baseline.clone())
+                            .unwrap_or_default()
+                {
+                    s += &format!(
+                        "  {:<width$}   {} alone (vs {}): {:+.1}% [{:+.1}, {:+.1}]{}\n",
+                        "",
+                        e.factor,
+                        e.against,
+                        o.pct,
+                        o.ci95_pct[0],
+                        o.ci95_pct[1],
+                        if o.significant { "" } else { " within noise" }
+                    );
+                }
+            }
+        }
+    }
+    let words = super::words::headlines(r);
+    if !words.is_empty() {
+        s += "\n";
+        for h in words {
+            s += &format!("{h}\n");
         }
     }
     for w in &r.warnings {

@@ -165,6 +165,37 @@ impl Target {
         Ok(())
     }
 
+    /// Restart the user's server with their command: the options are passed in
+    /// $DBTAX_SERVER_OPTS (`--log-bin=binlog --server-id=1`); wait until it answers again.
+    pub fn restart_with_command(&mut self, cmd: &str, opts: &[String]) -> Result<()> {
+        let joined: Vec<String> = opts
+            .iter()
+            .map(|o| format!("--{}", o.trim_start_matches("--")))
+            .collect();
+        let status = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(cmd)
+            .env("DBTAX_SERVER_OPTS", joined.join(" "))
+            .status()
+            .with_context(|| format!("running --restart-cmd '{cmd}'"))?;
+        if !status.success() {
+            anyhow::bail!("--restart-cmd '{cmd}' failed ({status})");
+        }
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+        loop {
+            if let Ok(mut conn) = self.admin() {
+                let (pid, dir) = find_local_server(&mut conn, &self.spec);
+                self.server_pid = pid;
+                self.local_datadir = dir;
+                return Ok(());
+            }
+            if std::time::Instant::now() > deadline {
+                anyhow::bail!("the server did not answer within 120 s of --restart-cmd");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+    }
+
     /// What results.json says of the target.
     pub fn info(&self) -> TargetInfo {
         TargetInfo {

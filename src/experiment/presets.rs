@@ -1,0 +1,223 @@
+//! The four studies that started dbtax (../shared/seeds), each as one command, answered with
+//! intervals instead of one run per side. `--quick` fits each in about two minutes on a
+//! 2-core machine; `--full` uses the study's whole thread range.
+
+use super::spec::{Experiment, StopRule, VariantSpec, product, variants_for_features};
+use crate::error::usage;
+use crate::workload::{Workload, WorkloadKind};
+use anyhow::Result;
+use std::time::Duration;
+
+/// A preset: a study reproduced.
+#[derive(Debug, Clone, Copy)]
+pub struct Preset {
+    /// `--preset NAME`.
+    pub name: &'static str,
+    /// The study it reproduces.
+    pub study: &'static str,
+    /// One line for `dbtax presets`.
+    pub summary: &'static str,
+}
+
+/// Every preset.
+pub const ALL: [Preset; 4] = [
+    Preset {
+        name: "seed-slow-log",
+        study: "000: impact of the slow query log (mysqlslap, select 1, 64 clients)",
+        summary: "slow log with long_query_time=0 vs off; `select 1` from 64 clients, a fixed number of queries per trial, total time as mysqlslap reports it",
+    },
+    Preset {
+        name: "seed-general-log",
+        study: "001: cost of enabling the general log (sysbench oltp simple, 4 to 25 threads)",
+        summary: "general log vs off; point selects; overhead against threads",
+    },
+    Preset {
+        name: "seed-audit",
+        study: "003: audit plugin loss × durability settings (sysbench nontrx select, 16 to 256 threads)",
+        summary: "audit plugin on/off × three durability levels (sync_binlog + innodb_flush_log_at_trx_commit: 0+0, 1+1, 100+2); audit overhead within each",
+    },
+    Preset {
+        name: "seed-binlog",
+        study: "004: binlog preallocation (mysqlslap inserts, sync_binlog=1, 10 to 150 threads)",
+        summary: "binary log on vs off (a restart between blocks) for auto-increment inserts with sync_binlog=1; total time for N inserts",
+    },
+];
+
+/// How big a preset run is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Size {
+    /// About two minutes.
+    Quick,
+    /// A sensible subset of the study's thread range.
+    Normal,
+    /// The study's whole thread range.
+    Full,
+}
+
+fn base(name: &str, workload: Workload, threads: Vec<u32>, repeats: u32) -> Experiment {
+    Experiment {
+        name: name.into(),
+        target: None,
+        workload,
+        threads,
+        trial: Duration::from_secs(2),
+        warmup: Duration::from_millis(500),
+        stop: StopRule::Repeats(repeats),
+        variants: vec![],
+        max_log_bytes: None,
+        seed: crate::rng::Rng::from_time(0).next_u64() % 1_000_000,
+        queries_per_trial: None,
+        managed_server_opts: vec![],
+    }
+}
+
+fn level(name: &str, feature: Option<&str>, set: &[(&str, &str)]) -> VariantSpec {
+    VariantSpec {
+        name: name.into(),
+        features: feature.into_iter().map(String::from).collect(),
+        set: set
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+        ..Default::default()
+    }
+}
+
+/// Build a preset's experiment.
+pub fn build(name: &str, size: Size) -> Result<Experiment> {
+    let pick = |quick: Vec<u32>, normal: Vec<u32>, full: Vec<u32>| match size {
+        Size::Quick => quick,
+        Size::Normal => normal,
+        Size::Full => full,
+    };
+    let quick = size == Size::Quick;
+    let exp = match name {
+        "seed-slow-log" => {
+            let w = Workload {
+                kind: WorkloadKind::Query,
+                queries: vec!["select 1".into()],
+                tables: 0,
+                table_size: 0,
+                setup: vec![],
+            };
+            let mut e = base(name, w, vec![64], if quick { 4 } else { 5 });
+            e.queries_per_trial = Some(if quick { 100_000 } else { 1_000_000 });
+            e.variants = variants_for_features(&["slow-log".to_string()]);
+            e
+        }
+        "seed-general-log" => {
+            let w = Workload {
+                kind: WorkloadKind::PointSelect,
+                ..Default::default()
+            };
+            let threads = pick(
+                vec![4, 25],
+                vec![4, 8, 16, 25],
+                vec![4, 7, 10, 13, 16, 19, 22, 25],
+            );
+            let mut e = base(name, w, threads, if quick { 5 } else { 6 });
+            e.variants = variants_for_features(&["general-log".to_string()]);
+            e
+        }
+        "seed-audit" => {
+            let w = Workload {
+                kind: WorkloadKind::PointSelect,
+                ..Default::default()
+            };
+            let threads = pick(vec![16, 64], vec![16, 64, 256], vec![16, 32, 64, 128, 256]);
+            let mut e = base(name, w, threads, if quick { 3 } else { 5 });
+            e.trial = Duration::from_millis(if quick { 1500 } else { 2000 });
+            // sync_binlog only matters with the binary log on, as in the study.
+            e.managed_server_opts = vec!["log-bin=binlog".into(), "server-id=1".into()];
+            e.variants = product(&[
+                (
+                    "audit".into(),
+                    vec![
+                        level("no-audit", None, &[]),
+                        level("audit", Some("audit"), &[]),
+                    ],
+                ),
+                (
+                    "durability".into(),
+                    vec![
+                        level(
+                            "sync0-trx0",
+                            None,
+                            &[
+                                ("sync_binlog", "0"),
+                                ("innodb_flush_log_at_trx_commit", "0"),
+                            ],
+                        ),
+                        level(
+                            "sync1-trx1",
+                            None,
+                            &[
+                                ("sync_binlog", "1"),
+                                ("innodb_flush_log_at_trx_commit", "1"),
+                            ],
+                        ),
+                        level(
+                            "sync100-trx2",
+                            None,
+                            &[
+                                ("sync_binlog", "100"),
+                                ("innodb_flush_log_at_trx_commit", "2"),
+                            ],
+                        ),
+                    ],
+                ),
+            ]);
+            e
+        }
+        "seed-binlog" => {
+            let w = Workload {
+                kind: WorkloadKind::Insert,
+                tables: 1,
+                table_size: 1000,
+                ..Default::default()
+            };
+            let threads = pick(
+                vec![10, 50],
+                vec![10, 50, 150],
+                vec![10, 30, 50, 70, 90, 110, 130, 150],
+            );
+            let mut e = base(name, w, threads, 3);
+            e.queries_per_trial = Some(if quick { 4_000 } else { 20_000 });
+            let sync = [("sync_binlog", "1")];
+            e.variants = vec![
+                level("no-binlog", None, &sync),
+                VariantSpec {
+                    baseline: 0,
+                    ..level("binlog", Some("binlog"), &sync)
+                },
+            ];
+            e
+        }
+        other => {
+            let names: Vec<&str> = ALL.iter().map(|p| p.name).collect();
+            return Err(usage(format!(
+                "unknown preset '{other}': choose one of {} (see `dbtax presets`)",
+                names.join(", ")
+            )));
+        }
+    };
+    exp.validate()?;
+    Ok(exp)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_preset_builds_in_every_size() {
+        for p in ALL {
+            for size in [Size::Quick, Size::Normal, Size::Full] {
+                let e = build(p.name, size).unwrap();
+                assert!(e.variants.len() >= 2, "{}", p.name);
+            }
+        }
+        assert_eq!(build("seed-audit", Size::Normal).unwrap().variants.len(), 6);
+        assert!(build("seed-nothing", Size::Quick).is_err());
+    }
+}

@@ -1,0 +1,67 @@
+//! results.csv: one row per trial, stable column names (documented in the README).
+
+use crate::results::Results;
+
+/// The header, in order.
+pub const COLUMNS: [&str; 17] = [
+    "experiment",
+    "variant",
+    "threads",
+    "trial",
+    "qps",
+    "tps",
+    "queries",
+    "errors",
+    "duration_s",
+    "latency_p50_ms",
+    "latency_p95_ms",
+    "latency_p99_ms",
+    "latency_max_ms",
+    "client_cpu_us_per_query",
+    "server_cpu_us_per_query",
+    "log_bytes_per_query",
+    "started_at",
+];
+
+fn field(s: &str) -> String {
+    if s.contains([',', '"', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+fn opt(v: Option<f64>) -> String {
+    v.map(|x| format!("{x:.4}")).unwrap_or_default()
+}
+
+/// Render every trial as CSV.
+pub fn render(r: &Results) -> String {
+    let mut out = COLUMNS.join(",") + "\n";
+    for c in &r.cells {
+        for (i, t) in c.trials.iter().enumerate() {
+            let row = [
+                field(&r.name),
+                field(&c.variant),
+                c.threads.to_string(),
+                (i + 1).to_string(),
+                format!("{:.2}", t.qps),
+                format!("{:.2}", t.tps),
+                t.queries.to_string(),
+                t.errors.to_string(),
+                format!("{:.4}", t.duration_s),
+                format!("{:.4}", t.latency_ms.p50),
+                format!("{:.4}", t.latency_ms.p95),
+                format!("{:.4}", t.latency_ms.p99),
+                format!("{:.4}", t.latency_ms.max),
+                format!("{:.4}", t.client_cpu_us_per_query),
+                opt(t.server_cpu_us_per_query),
+                opt(t.log_bytes_per_query),
+                field(&r.started_at),
+            ];
+            out += &row.join(",");
+            out.push('\n');
+        }
+    }
+    out
+}
