@@ -100,8 +100,8 @@ pub fn build(name: &str, size: Size) -> Result<Experiment> {
                 table_size: 0,
                 setup: vec![],
             };
-            let mut e = base(name, w, vec![64], if quick { 4 } else { 5 });
-            e.queries_per_trial = Some(if quick { 100_000 } else { 1_000_000 });
+            let mut e = base(name, w, vec![64], 5);
+            e.queries_per_trial = Some(if quick { 300_000 } else { 1_000_000 });
             e.variants = variants_for_features(&["slow-log".to_string()]);
             e
         }
@@ -115,7 +115,7 @@ pub fn build(name: &str, size: Size) -> Result<Experiment> {
                 vec![4, 8, 16, 25],
                 vec![4, 7, 10, 13, 16, 19, 22, 25],
             );
-            let mut e = base(name, w, threads, if quick { 5 } else { 6 });
+            let mut e = base(name, w, threads, 8);
             e.variants = variants_for_features(&["general-log".to_string()]);
             e
         }
@@ -124,8 +124,8 @@ pub fn build(name: &str, size: Size) -> Result<Experiment> {
                 kind: WorkloadKind::PointSelect,
                 ..Default::default()
             };
-            let threads = pick(vec![16, 64], vec![16, 64, 256], vec![16, 32, 64, 128, 256]);
-            let mut e = base(name, w, threads, if quick { 3 } else { 5 });
+            let threads = pick(vec![64], vec![16, 64, 256], vec![16, 32, 64, 128, 256]);
+            let mut e = base(name, w, threads, if quick { 6 } else { 5 });
             e.trial = Duration::from_millis(if quick { 1500 } else { 2000 });
             // sync_binlog only matters with the binary log on, as in the study.
             e.managed_server_opts = vec!["log-bin=binlog".into(), "server-id=1".into()];
@@ -181,8 +181,8 @@ pub fn build(name: &str, size: Size) -> Result<Experiment> {
                 vec![10, 50, 150],
                 vec![10, 30, 50, 70, 90, 110, 130, 150],
             );
-            let mut e = base(name, w, threads, 3);
-            e.queries_per_trial = Some(if quick { 4_000 } else { 20_000 });
+            let mut e = base(name, w, threads, 5);
+            e.queries_per_trial = Some(if quick { 20_000 } else { 100_000 });
             let sync = [("sync_binlog", "1")];
             e.variants = vec![
                 level("no-binlog", None, &sync),

@@ -66,7 +66,7 @@ pub fn nice_ticks(lo: f64, hi: f64, target: usize) -> Vec<f64> {
         .find(|s| *s >= raw)
         .unwrap_or(10.0 * mag);
     let start = (lo / step).floor() * step;
-        let mut ticks = vec![];
+    let mut ticks = vec![];
     let mut v = start;
     // Up to and including the first tick at or above the maximum.
     loop {

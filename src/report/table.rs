@@ -81,14 +81,7 @@ pub fn render(r: &Results) -> String {
                 fmt_opt(c.log_bytes_per_query_median, 0),
             );
             for e in &c.effects {
-                if let Some(o) = &e.overhead
-                    && e.against
-                        != r.variants
-                            .iter()
-                            .find(|v| v.name == c.variant)
-                            .map(|v| v.baseline.clone())
-                            .unwrap_or_default()
-                {
+                if let Some(o) = &e.overhead {
                     s += &format!(
                         "  {:<width$}   {} alone (vs {}): {:+.1}% [{:+.1}, {:+.1}]{}\n",
                         "",

@@ -11,6 +11,8 @@ pub fn phrase(variant: &str, feature: Option<&str>) -> String {
         "audit" => "the audit plugin".into(),
         "binlog-sync" => "sync_binlog=1".into(),
         "redo-flush" => "innodb_flush_log_at_trx_commit=1".into(),
+        "binlog" => "the binary log".into(),
+        "performance-schema" => "the performance schema".into(),
         _ => format!("'{variant}'"),
     }
 }
@@ -29,9 +31,6 @@ fn plural(t: u32) -> &'static str {
 /// One sentence per non-baseline variant, at its highest thread count, with the other
 /// thread counts after it.
 pub fn headlines(r: &Results) -> Vec<String> {
-    let Some(base) = r.variants.first() else {
-        return vec![];
-    };
     r.variants
         .iter()
         .skip(1)
@@ -44,7 +43,10 @@ pub fn headlines(r: &Results) -> Vec<String> {
             cells.sort_by_key(|c| c.threads);
             let top = *cells.last()?;
             let o = top.overhead.as_ref()?;
-            let who = phrase(&v.name, v.feature.as_deref());
+            let mut who = phrase(&v.name, v.feature.as_deref());
+            if v.feature.as_deref().is_some_and(|f| f != v.name) {
+                who += &format!(" ({})", v.name);
+            }
             let mut s = if o.significant {
                 let verb = if o.pct >= 0.0 { "costs" } else { "gains" };
                 format!(
@@ -61,8 +63,8 @@ pub fn headlines(r: &Results) -> Vec<String> {
                     ci(top)
                 )
             };
-            if base.name != "off" {
-                s += &format!(" against '{}'", base.name);
+            if v.baseline != "off" && !v.baseline.is_empty() {
+                s += &format!(" against '{}'", v.baseline);
             }
             let mut costs = vec![];
             if let Some(d) = &top.server_cpu_delta_us {
