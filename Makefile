@@ -5,7 +5,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT := DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get
 CARGO ?= cargo
 
-.PHONY: demo demo-quick test deps build bench clean
+.PHONY: demo demo-quick test deps test-deps build bench clean
 
 ## Install the MariaDB server and sysbench when missing (Debian/Ubuntu).
 deps:
@@ -14,6 +14,13 @@ deps:
 	  echo "Installing mariadb-server and sysbench with apt-get..."; \
 	  $(APT) update -q && $(APT) install -y -q mariadb-server sysbench; \
 	fi
+
+## The tests also open the HTML report in headless Chromium.
+test-deps: deps
+	@command -v chromium >/dev/null 2>&1 || { \
+	  echo "Installing chromium with apt-get (the report's browser test)..."; \
+	  $(APT) update -q && $(APT) install -y -q chromium; \
+	}
 
 build:
 	$(CARGO) build --release
@@ -26,7 +33,7 @@ demo-quick: deps build
 	./target/release/dbtax demo --quick
 
 ## Formatting, lints, and every test (unit, CLI, statistics, real MariaDB).
-test: deps
+test: test-deps
 	$(CARGO) fmt --check
 	$(CARGO) clippy --all-targets -- -D warnings
 	$(CARGO) test

@@ -8,14 +8,14 @@ fn dbtax() -> Command {
     let mut c = Command::cargo_bin("dbtax").unwrap();
     c.env(
         "DBTAX_STATE_DIR",
-        std::env::temp_dir().join("dbtax-cli-test-state"),
+        std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-state"),
     );
     c.env_remove("DBTAX_TARGET");
     c
 }
 
 fn write(name: &str, text: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("dbtax-cli-{}", std::process::id()));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-files");
     std::fs::create_dir_all(&dir).unwrap();
     let p = dir.join(name);
     std::fs::write(&p, text).unwrap();
@@ -162,4 +162,63 @@ fn features_offline_lists_the_catalog() {
 #[test]
 fn restore_refuses_managed_targets() {
     fails_with_usage(&["restore"], "nothing to restore");
+}
+
+#[test]
+fn presets_are_listed_and_unknown_presets_are_usage_errors() {
+    dbtax()
+        .arg("presets")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("seed-slow-log"))
+        .stdout(predicate::str::contains("seed-general-log"))
+        .stdout(predicate::str::contains("seed-audit"))
+        .stdout(predicate::str::contains("seed-binlog"));
+    fails_with_usage(
+        &["run", "--preset", "seed-nothing"],
+        "unknown preset 'seed-nothing'",
+    );
+}
+
+#[test]
+fn fsync_probe_reports_every_method_with_the_preallocated_case() {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("fsync");
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = dbtax()
+        .args([
+            "fsync",
+            "--duration",
+            "0.2s",
+            "--threads",
+            "1,2",
+            "--json",
+            "--dir",
+        ])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let probes = v["probes"].as_array().unwrap();
+    assert_eq!(probes.len(), 8, "4 methods × 2 thread counts");
+    for m in ["append", "prealloc", "dsync", "group"] {
+        assert!(
+            probes
+                .iter()
+                .any(|p| p["method"] == m && p["commits_per_s"].as_f64().unwrap() > 0.0),
+            "{m}"
+        );
+    }
+    assert!(
+        v["summary"][0]
+            .as_str()
+            .unwrap()
+            .contains("preallocated log gives"),
+        "{v}"
+    );
+    fails_with_usage(&["fsync", "--dir", "/nonexistent-dir"], "not a directory");
 }

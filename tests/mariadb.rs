@@ -565,6 +565,113 @@ fn bench_on_a_managed_server_prints_one_trial(ctx: &Ctx) {
     assert!(v["server_cpu_us_per_query"].as_f64().unwrap() > 0.0);
 }
 
+fn a_restart_only_feature_is_refused_on_a_server_dbtax_does_not_manage(ctx: &Ctx) {
+    let o = ctx.run(&[
+        "run",
+        "--target",
+        &ctx.url("t_restart"),
+        "--feature",
+        "binlog",
+        "--threads",
+        "1",
+    ]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        stderr.contains("needs a server restart") && stderr.contains("--restart-cmd"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("Nothing was changed"), "{stderr}");
+}
+
+fn the_binary_log_is_switched_by_restarting_a_managed_server(ctx: &Ctx) {
+    let out = ctx.out_dir("binlog");
+    let o = ctx.run(&[
+        "run",
+        "--target",
+        "managed:mariadb",
+        "--feature",
+        "binlog",
+        "--workload",
+        "insert",
+        "--tables",
+        "1",
+        "--table-size",
+        "100",
+        "--threads",
+        "2",
+        "--repeats",
+        "2",
+        "--trial",
+        "0.5s",
+        "--warmup",
+        "0.1s",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    ok(&o);
+    let v = validate_results(&out.join("results.json"));
+    let written = |variant: &str| -> f64 {
+        cell(&v, variant, 2)["trials"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| {
+                t["server_counters_per_query"]["Binlog_bytes_written"]
+                    .as_f64()
+                    .unwrap_or(0.0)
+            })
+            .fold(f64::INFINITY, f64::min)
+    };
+    // Every binlog trial ran on a server restarted with --log-bin, every "off" trial without.
+    assert!(written("binlog") > 50.0, "{}", cell(&v, "binlog", 2));
+    assert_eq!(written("off"), 0.0, "{}", cell(&v, "off", 2));
+    assert_eq!(v["variants"][1]["server_opts"][0], "log-bin=binlog");
+}
+
+fn factors_in_a_file_report_each_factor_within_the_other(ctx: &Ctx) {
+    let file = ctx.work.join("factors.toml");
+    std::fs::write(
+        &file,
+        r#"
+name = "log-x-flush"
+workload = { kind = "read-write", tables = 1, table_size = 2000 }
+threads = [2]
+trial = "0.5s"
+warmup = "0.1s"
+repeats = 2
+[[factor]]
+name = "log"
+level = [ { name = "nolog" }, { name = "glog", feature = "general-log" } ]
+[[factor]]
+name = "flush"
+level = [ { name = "f1", set = { innodb_flush_log_at_trx_commit = 1 } },
+          { name = "f2", set = { innodb_flush_log_at_trx_commit = 2 } } ]
+"#,
+    )
+    .unwrap();
+    let out = ctx.out_dir("factors");
+    let o = ctx.run(&[
+        "run",
+        file.to_str().unwrap(),
+        "--target",
+        &ctx.url("t_factors"),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    ok(&o);
+    let v = validate_results(&out.join("results.json"));
+    let c = cell(&v, "glog/f2", 2);
+    let effects = c["effects"].as_array().unwrap();
+    assert_eq!(effects.len(), 2, "{c}");
+    assert_eq!(effects[0]["factor"], "log");
+    assert_eq!(effects[0]["against"], "nolog/f2");
+    assert_eq!(effects[1]["against"], "glog/f1");
+    assert_eq!(v["variants"][3]["baseline"], "nolog/f2");
+    assert_eq!(ctx.var("innodb_flush_log_at_trx_commit"), "1", "restored");
+    assert_eq!(ctx.var("general_log"), "0", "restored");
+}
+
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -625,6 +732,18 @@ fn main() {
         (
             "bench_on_a_managed_server_prints_one_trial",
             bench_on_a_managed_server_prints_one_trial,
+        ),
+        (
+            "a_restart_only_feature_is_refused_on_a_server_dbtax_does_not_manage",
+            a_restart_only_feature_is_refused_on_a_server_dbtax_does_not_manage,
+        ),
+        (
+            "the_binary_log_is_switched_by_restarting_a_managed_server",
+            the_binary_log_is_switched_by_restarting_a_managed_server,
+        ),
+        (
+            "factors_in_a_file_report_each_factor_within_the_other",
+            factors_in_a_file_report_each_factor_within_the_other,
         ),
     ];
     let filters: Vec<String> = std::env::args()

@@ -23,7 +23,7 @@ h1{font-size:1.6em;margin-bottom:.2em}h2{margin-top:1.6em;border-bottom:1px soli
 table{border-collapse:collapse;margin:.6em 0;font-size:.92em}th,td{padding:.25em .7em;border-bottom:1px solid #e5e5e5;text-align:right}
 th{background:#fafafa}td:first-child,th:first-child{text-align:left}
 .noise{color:#777}.sig{font-weight:600}.warn{background:#fff6e5;border-left:4px solid #E69F00;padding:.4em 1em}
-.charts{display:flex;flex-wrap:wrap;gap:1em}.charts figure{margin:0}
+.charts{display:flex;flex-wrap:wrap;gap:1em}.charts figure{margin:0;flex:1 1 480px;max-width:540px}.charts svg{width:100%;height:auto}
 code,pre{background:#f5f5f5;padding:.1em .3em;border-radius:3px;white-space:pre-wrap}
 .meta td{text-align:left}";
 

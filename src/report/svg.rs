@@ -79,18 +79,15 @@ pub fn nice_ticks(lo: f64, hi: f64, target: usize) -> Vec<f64> {
     ticks
 }
 
-fn fmt_tick(v: f64) -> String {
-    let a = v.abs();
-    if a >= 1e6 {
-        format!("{:.1}M", v / 1e6)
-    } else if a >= 1e4 {
-        format!("{:.0}k", v / 1e3)
-    } else if a >= 100.0 || v.fract().abs() < 1e-9 {
-        format!("{v:.0}")
-    } else if a >= 1.0 {
-        format!("{v:.1}")
+/// A tick label with as many decimals as the step needs (every label alike).
+fn fmt_tick(v: f64, step: f64) -> String {
+    if step >= 1e6 {
+        format!("{}M", v / 1e6)
+    } else if step >= 1e4 {
+        format!("{}k", v / 1e3)
     } else {
-        format!("{v:.2}")
+        let decimals = (-step.log10().floor()).max(0.0) as usize;
+        format!("{v:.decimals$}")
     }
 }
 
@@ -146,6 +143,11 @@ fn frame(axes: &Axes, series: &[Series], bars: bool) -> (String, Frame) {
         t = esc(axes.title),
         cx = (LEFT + W - RIGHT) / 2.0
     );
+    let step = if ticks.len() > 1 {
+        ticks[1] - ticks[0]
+    } else {
+        1.0
+    };
     for t in &ticks {
         let y = f.y(*t);
         let _ = writeln!(
@@ -154,7 +156,7 @@ fn frame(axes: &Axes, series: &[Series], bars: bool) -> (String, Frame) {
             x2 = W - RIGHT,
             tx = LEFT - 6.0,
             ty = y + 4.0,
-            l = fmt_tick(*t)
+            l = fmt_tick(*t, step)
         );
     }
     if axes.zero_line {
@@ -311,5 +313,14 @@ mod tests {
         assert!(svg.contains("class=\"zero\""));
         assert_eq!(svg.matches("class=\"ci\"").count(), 2);
         assert!(svg.contains("Overhead &lt;%&gt;"));
+    }
+
+    #[test]
+    fn tick_labels_share_one_precision() {
+        assert_eq!(fmt_tick(0.8, 0.2), "0.8");
+        assert_eq!(fmt_tick(1.0, 0.2), "1.0");
+        assert_eq!(fmt_tick(0.05, 0.05), "0.05");
+        assert_eq!(fmt_tick(20.0, 10.0), "20");
+        assert_eq!(fmt_tick(40_000.0, 10_000.0), "40k");
     }
 }

@@ -1,0 +1,139 @@
+//! The renderers on fixed results.json files (real runs, committed as fixtures): snapshot
+//! tests of every exporter, the schema, and the CLI commands that read results alone.
+
+use dbtax::report::{charts, compare, csv, html, table};
+use dbtax::results::Results;
+use std::path::Path;
+
+fn fixture(name: &str) -> Results {
+    dbtax::report::load(
+        &Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures")
+            .join(name),
+    )
+    .unwrap()
+}
+
+#[test]
+fn fixtures_match_the_committed_schema() {
+    let schema: serde_json::Value =
+        serde_json::from_str(include_str!("../schema/results.schema.json")).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    for f in ["general-log.json", "audit-durability.json"] {
+        let v = serde_json::to_value(fixture(f)).unwrap();
+        let errors: Vec<String> = validator.iter_errors(&v).map(|e| e.to_string()).collect();
+        assert!(errors.is_empty(), "{f}: {errors:?}");
+    }
+}
+
+#[test]
+fn table_snapshot() {
+    insta::assert_snapshot!(
+        "table_general_log",
+        table::render(&fixture("general-log.json"))
+    );
+    insta::assert_snapshot!(
+        "table_audit_durability",
+        table::render(&fixture("audit-durability.json"))
+    );
+}
+
+#[test]
+fn csv_snapshot_has_one_row_per_trial() {
+    let r = fixture("general-log.json");
+    let text = csv::render(&r);
+    let trials: usize = r.cells.iter().map(|c| c.trials.len()).sum();
+    assert_eq!(text.lines().count(), trials + 1);
+    assert_eq!(text.lines().next().unwrap(), csv::COLUMNS.join(","));
+    insta::assert_snapshot!("csv_general_log", text);
+}
+
+#[test]
+fn chart_snapshots() {
+    let r = fixture("general-log.json");
+    for c in charts::all(&r) {
+        insta::assert_snapshot!(format!("chart_{}", c.name), c.svg);
+    }
+}
+
+#[test]
+fn html_snapshot_stands_alone() {
+    let page = html::render(&fixture("general-log.json"));
+    for forbidden in ["<script", "<link", " src=", "url(", "@import"] {
+        assert!(
+            !page.contains(forbidden),
+            "the report must load nothing: found {forbidden}"
+        );
+    }
+    assert!(
+        page.contains("The general log"),
+        "the answer in words comes first"
+    );
+    assert_eq!(page.matches("<svg").count(), 5, "five charts inline");
+    insta::assert_snapshot!("html_general_log", page);
+}
+
+#[test]
+fn compare_snapshot() {
+    let a = fixture("general-log.json");
+    let mut b = a.clone();
+    b.target.server_version = "another server".into();
+    for c in &mut b.cells {
+        c.qps_median *= 0.5;
+    }
+    let text = compare::render_text(&a, &b);
+    assert!(text.contains("0.50"), "{text}");
+    insta::assert_snapshot!("compare_text", text);
+    let page = compare::render_html(&a, &b);
+    assert_eq!(page.matches("<svg").count(), 2);
+}
+
+#[test]
+fn report_and_compare_commands_read_results_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let fx = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/general-log.json");
+    let out = assert_cmd::Command::cargo_bin("dbtax")
+        .unwrap()
+        .arg("report")
+        .arg(&fx)
+        .arg("--html")
+        .arg(dir.path().join("r.html"))
+        .arg("--csv")
+        .arg(dir.path().join("r.csv"))
+        .arg("--svg")
+        .arg(dir.path().join("charts"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("threads 25"));
+    assert!(dir.path().join("r.html").exists() && dir.path().join("r.csv").exists());
+    assert_eq!(
+        std::fs::read_dir(dir.path().join("charts"))
+            .unwrap()
+            .count(),
+        5
+    );
+    let out = assert_cmd::Command::cargo_bin("dbtax")
+        .unwrap()
+        .args(["compare"])
+        .arg(&fx)
+        .arg(&fx)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("1.00"));
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, "{\"not\": \"results\"}").unwrap();
+    let out = assert_cmd::Command::cargo_bin("dbtax")
+        .unwrap()
+        .arg("report")
+        .arg(&bad)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is not a dbtax results.json"));
+}
