@@ -672,6 +672,43 @@ level = [ { name = "f1", set = { innodb_flush_log_at_trx_commit = 1 } },
     assert_eq!(ctx.var("general_log"), "0", "restored");
 }
 
+fn the_disk_guard_stops_a_run_before_the_log_passes_its_limit(ctx: &Ctx) {
+    let out = ctx.out_dir("guard");
+    let o = ctx.run(
+        &[
+            &[
+                "run",
+                "--target",
+                &ctx.url("t_guard"),
+                "--feature",
+                "general-log",
+                "--threads",
+                "2",
+            ][..],
+            &[
+                "--repeats",
+                "20",
+                "--max-log-bytes",
+                "20k",
+                "--out",
+                out.to_str().unwrap(),
+            ][..],
+            &TRIAL[..],
+        ]
+        .concat(),
+    );
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(stderr.contains("--max-log-bytes"), "{stderr}");
+    assert_eq!(
+        ctx.var("general_log"),
+        "0",
+        "restored after the guard stopped the run"
+    );
+    let v = validate_results(&out.join("results.json"));
+    assert_eq!(v["complete"], false);
+}
+
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -744,6 +781,10 @@ fn main() {
         (
             "factors_in_a_file_report_each_factor_within_the_other",
             factors_in_a_file_report_each_factor_within_the_other,
+        ),
+        (
+            "the_disk_guard_stops_a_run_before_the_log_passes_its_limit",
+            the_disk_guard_stops_a_run_before_the_log_passes_its_limit,
         ),
     ];
     let filters: Vec<String> = std::env::args()

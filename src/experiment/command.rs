@@ -111,7 +111,7 @@ pub fn demo_experiment(quick: bool) -> Experiment {
         },
         trial: Duration::from_secs(2),
         warmup: Duration::from_millis(500),
-        stop: StopRule::Repeats(5),
+        stop: StopRule::Repeats(if quick { 5 } else { 6 }),
         variants: super::spec::variants_for_features(&features),
         max_log_bytes: None,
         seed: crate::rng::Rng::from_time(0).next_u64() % 1_000_000,

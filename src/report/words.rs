@@ -41,7 +41,13 @@ pub fn headlines(r: &Results) -> Vec<String> {
                 .filter(|c| c.variant == v.name && c.overhead.is_some())
                 .collect();
             cells.sort_by_key(|c| c.threads);
-            let top = *cells.last()?;
+            // The highest thread count where the cost is measurable, else the highest.
+            let top = cells
+                .iter()
+                .rev()
+                .find(|c| c.overhead.as_ref().is_some_and(|o| o.significant))
+                .or(cells.last())
+                .copied()?;
             let o = top.overhead.as_ref()?;
             let mut who = phrase(&v.name, v.feature.as_deref());
             if v.feature.as_deref().is_some_and(|f| f != v.name) {
@@ -77,8 +83,9 @@ pub fn headlines(r: &Results) -> Vec<String> {
                 s += &format!("; {} per query", costs.join(" and "));
             }
             if cells.len() > 1 {
-                let others: Vec<String> = cells[..cells.len() - 1]
+                let others: Vec<String> = cells
                     .iter()
+                    .filter(|c| c.threads != top.threads)
                     .map(|c| {
                         format!(
                             "{:.1}% at {}",
