@@ -9,16 +9,21 @@ use crate::workload::{Workload, WorkloadKind, split_sql};
 use anyhow::Result;
 use std::time::Duration;
 
+/// "500ms" → ("500", "ms"); a bare number has an empty unit.
+fn split_unit(s: &str) -> (&str, &str) {
+    let t = s.trim();
+    match t.find(|c: char| !(c.is_ascii_digit() || c == '.')) {
+        Some(i) => t.split_at(i),
+        None => (t, ""),
+    }
+}
+
 /// Parse "10s", "500ms", "2m", "1h", "1.5s" or a bare number of seconds.
 pub fn parse_duration(what: &str, s: &str) -> Result<Duration> {
-    let t = s.trim();
-    let (num, unit) = match t.find(|c: char| !(c.is_ascii_digit() || c == '.')) {
-        Some(i) => t.split_at(i),
-        None => (t, "s"),
-    };
+    let (num, unit) = split_unit(s);
     let factor = match unit.trim() {
         "ms" => 0.001,
-        "s" | "sec" | "secs" => 1.0,
+        "" | "s" | "sec" | "secs" => 1.0,
         "m" | "min" => 60.0,
         "h" => 3600.0,
         _ => f64::NAN,
@@ -35,11 +40,7 @@ pub fn parse_duration(what: &str, s: &str) -> Result<Duration> {
 
 /// Parse a byte size: "500M", "2G", "1024", "10k".
 pub fn parse_bytes(what: &str, s: &str) -> Result<u64> {
-    let t = s.trim();
-    let (num, unit) = match t.find(|c: char| !(c.is_ascii_digit() || c == '.')) {
-        Some(i) => t.split_at(i),
-        None => (t, ""),
-    };
+    let (num, unit) = split_unit(s);
     let factor: f64 = match unit.trim().to_ascii_uppercase().trim_end_matches('B') {
         "" => 1.0,
         "K" | "KI" => 1024.0,

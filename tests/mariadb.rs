@@ -60,8 +60,27 @@ impl Ctx {
         c
     }
 
-    fn run(&self, args: &[&str]) -> Output {
+    fn run<S: AsRef<std::ffi::OsStr>>(&self, args: &[S]) -> Output {
         self.dbtax().args(args).output().expect("running dbtax")
+    }
+
+    /// `dbtax run` on this server: `features` against off, short trials, results in `out`.
+    fn run_args(
+        &self,
+        schema: &str,
+        features: &[&str],
+        threads: &str,
+        repeats: &str,
+        out: &Path,
+    ) -> Vec<String> {
+        let mut a = vec!["run".to_string(), "--target".into(), self.url(schema)];
+        for f in features {
+            a.extend(["--feature".to_string(), f.to_string()]);
+        }
+        a.extend(["--threads", threads, "--repeats", repeats, "--out"].map(String::from));
+        a.push(out.display().to_string());
+        a.extend(TRIAL.map(String::from));
+        a
     }
 
     fn out_dir(&self, name: &str) -> PathBuf {
@@ -249,29 +268,7 @@ fn sysbench_tables_are_reused_as_they_are(ctx: &Ctx) {
 fn run_measures_and_restores_every_setting(ctx: &Ctx) {
     ctx.set("long_query_time", "7");
     let out = ctx.out_dir("run");
-    let o = ctx.run(
-        &[
-            &[
-                "run",
-                "--target",
-                &ctx.url("t_run"),
-                "--feature",
-                "general-log",
-                "--feature",
-                "slow-log",
-            ],
-            &[
-                "--threads",
-                "1,3",
-                "--repeats",
-                "2",
-                "--out",
-                out.to_str().unwrap(),
-            ][..],
-            &TRIAL[..],
-        ]
-        .concat(),
-    );
+    let o = ctx.run(&ctx.run_args("t_run", &["general-log", "slow-log"], "1,3", "2", &out));
     ok(&o);
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(
@@ -334,22 +331,7 @@ fn dry_run_prints_statements_and_changes_nothing(ctx: &Ctx) {
 
 fn audit_plugin_is_installed_for_the_run_and_removed_after(ctx: &Ctx) {
     let out = ctx.out_dir("audit");
-    let o = ctx.run(
-        &[
-            &[
-                "run",
-                "--target",
-                &ctx.url("t_audit"),
-                "--feature",
-                "audit",
-                "--threads",
-                "2",
-            ][..],
-            &["--repeats", "2", "--out", out.to_str().unwrap()][..],
-            &TRIAL[..],
-        ]
-        .concat(),
-    );
+    let o = ctx.run(&ctx.run_args("t_audit", &["audit"], "2", "2", &out));
     ok(&o);
     let v = validate_results(&out.join("results.json"));
     let c = cell(&v, "audit", 2);
@@ -370,17 +352,7 @@ fn audit_plugin_is_installed_for_the_run_and_removed_after(ctx: &Ctx) {
 
 fn spawn_run(ctx: &Ctx, feature: &str, schema: &str, out: &Path) -> std::process::Child {
     ctx.dbtax()
-        .args([
-            "run",
-            "--target",
-            &ctx.url(schema),
-            "--feature",
-            feature,
-            "--threads",
-            "2",
-        ])
-        .args(["--repeats", "50", "--out", out.to_str().unwrap()])
-        .args(TRIAL)
+        .args(ctx.run_args(schema, &[feature], "2", "50", out))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -674,29 +646,9 @@ level = [ { name = "f1", set = { innodb_flush_log_at_trx_commit = 1 } },
 
 fn the_disk_guard_stops_a_run_before_the_log_passes_its_limit(ctx: &Ctx) {
     let out = ctx.out_dir("guard");
-    let o = ctx.run(
-        &[
-            &[
-                "run",
-                "--target",
-                &ctx.url("t_guard"),
-                "--feature",
-                "general-log",
-                "--threads",
-                "2",
-            ][..],
-            &[
-                "--repeats",
-                "20",
-                "--max-log-bytes",
-                "20k",
-                "--out",
-                out.to_str().unwrap(),
-            ][..],
-            &TRIAL[..],
-        ]
-        .concat(),
-    );
+    let mut args = ctx.run_args("t_guard", &["general-log"], "2", "20", &out);
+    args.extend(["--max-log-bytes".to_string(), "20k".to_string()]);
+    let o = ctx.run(&args);
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     assert!(stderr.contains("--max-log-bytes"), "{stderr}");

@@ -12,7 +12,7 @@ use crate::feature::toggle::{self, Support, Switcher};
 use crate::load::TrialPlan;
 use crate::results::{Cell, Results, SCHEMA, ToolInfo, VariantInfo};
 use crate::target::Target;
-use crate::target::mysql::{global_vars, set_global_sql};
+use crate::target::mysql::{global_vars, probe_set_privilege, set_global_sql};
 use crate::workload::{Workload, WorkloadKind};
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -312,13 +312,10 @@ fn check_plain_settings(admin: &mut mysql::Conn, exp: &Experiment, target: &Targ
                 target.label()
             )));
         };
-        // Setting the current value changes nothing and proves the privilege.
-        use mysql::prelude::Queryable;
-        if let Err(e) = admin.query_drop(set_global_sql(n, v)) {
+        if let Err(why) = probe_set_privilege(admin, n, v) {
             return Err(usage(format!(
-                "this user may not change {n} on {}: {}. Nothing was changed",
-                target.label(),
-                crate::target::mysql::clean_error(&e)
+                "{why} (on {}). Nothing was changed",
+                target.label()
             )));
         }
     }

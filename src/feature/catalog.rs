@@ -122,29 +122,36 @@ const BINLOG_SYNC: Feature = Feature {
     restart_opts: &[],
 };
 
-const BINLOG: Feature = Feature {
-    name: "binlog",
-    description: "the binary log (log_bin; a restart: managed targets or --restart-cmd)",
-    on: &[],
-    off: &[],
-    plugin: None,
-    log_file_vars: &[],
-    requires_on: None,
-    managed_server_opts: &[],
-    restart_opts: &["log-bin=binlog", "server-id=1"],
-};
+/// A feature switched by restarting the server with options, not by SET GLOBAL.
+const fn restart_only(
+    name: &'static str,
+    description: &'static str,
+    restart_opts: &'static [&'static str],
+) -> Feature {
+    Feature {
+        name,
+        description,
+        on: &[],
+        off: &[],
+        plugin: None,
+        log_file_vars: &[],
+        requires_on: None,
+        managed_server_opts: &[],
+        restart_opts,
+    }
+}
 
-const PERFORMANCE_SCHEMA: Feature = Feature {
-    name: "performance-schema",
-    description: "the performance schema (a restart: managed targets or --restart-cmd)",
-    on: &[],
-    off: &[],
-    plugin: None,
-    log_file_vars: &[],
-    requires_on: None,
-    managed_server_opts: &[],
-    restart_opts: &["performance-schema=ON"],
-};
+const BINLOG: Feature = restart_only(
+    "binlog",
+    "the binary log (log_bin; a restart: managed targets or --restart-cmd)",
+    &["log-bin=binlog", "server-id=1"],
+);
+
+const PERFORMANCE_SCHEMA: Feature = restart_only(
+    "performance-schema",
+    "the performance schema (a restart: managed targets or --restart-cmd)",
+    &["performance-schema=ON"],
+);
 
 const REDO_FLUSH: Feature = Feature {
     name: "redo-flush",

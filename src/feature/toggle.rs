@@ -7,7 +7,9 @@ use super::catalog::{Feature, Flavor, Plugin};
 use super::journal::{self, Journal};
 use crate::error::usage;
 use crate::target::Target;
-use crate::target::mysql::{clean_error, global_vars, grants_text, set_global_sql};
+use crate::target::mysql::{
+    clean_error, global_vars, grants_text, probe_set_privilege, set_global_sql,
+};
 use anyhow::{Context, Result};
 use mysql::prelude::Queryable;
 use std::collections::BTreeMap;
@@ -137,10 +139,9 @@ pub fn support(
     for n in &names {
         match present.get(*n) {
             Some(v) => {
-                if let Err(e) = conn.query_drop(set_global_sql(n, v)) {
+                if let Err(why) = probe_set_privilege(conn, n, v) {
                     return Ok(Support::No(format!(
-                        "this user may not change {n}: {} (needs SUPER or SYSTEM_VARIABLES_ADMIN)",
-                        clean_error(&e)
+                        "{why} (needs SUPER or SYSTEM_VARIABLES_ADMIN)"
                     )));
                 }
             }

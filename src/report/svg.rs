@@ -2,6 +2,7 @@
 //! a browser renders the text with its own sans-serif. Two shapes cover every chart: lines
 //! over thread counts (with optional 95% CI bars and a zero line) and grouped bars.
 
+use super::html::esc;
 use std::fmt::Write;
 
 /// Okabe-Ito: distinguishable with every common colour-vision deficiency.
@@ -42,13 +43,6 @@ pub struct Axes<'a> {
     pub x_ticks: &'a [String],
     /// Draw a bold line at y = 0 and include 0 in the range.
     pub zero_line: bool,
-}
-
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
 }
 
 /// Round tick steps (1, 2, 5 × 10^k) covering [lo, hi].

@@ -34,6 +34,17 @@ pub fn set_global_sql(name: &str, value: &str) -> String {
     format!("SET GLOBAL {name} = {}", quote_value(value))
 }
 
+/// Prove the privilege to change a global variable without changing it: set it to the value
+/// it has. Refused without SUPER / SYSTEM_VARIABLES_ADMIN; a no-op with it. Err: the reason.
+pub fn probe_set_privilege(
+    conn: &mut ::mysql::Conn,
+    name: &str,
+    current: &str,
+) -> Result<(), String> {
+    conn.query_drop(set_global_sql(name, current))
+        .map_err(|e| format!("this user may not change {name}: {}", clean_error(&e)))
+}
+
 /// `SELECT @@GLOBAL.name` for each name; names the server does not know are absent.
 pub fn global_vars(conn: &mut ::mysql::Conn, names: &[&str]) -> Result<BTreeMap<String, String>> {
     let mut out = BTreeMap::new();
