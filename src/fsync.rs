@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 /// Bytes per commit record (a small binlog event).
 pub const RECORD: usize = 512;
 /// Size of the preallocated files.
-const PREALLOC_BYTES: u64 = 256 << 20;
+const PREALLOC_BYTES: u64 = 64 << 20;
 
 /// The ways of making a small append durable.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -126,6 +126,8 @@ pub fn run_trial(
             .map(|n| n / threads as u64 + u64::from((i as u64) < n % threads as u64))
     };
 
+    // Fixed-count trials measure from the first query: snapshot before the workers start.
+    let mut early = queries_mode.then(|| snapshot(target, probes, admin.as_mut()));
     let (reports, before, after, interrupted) = std::thread::scope(|s| {
         let handles: Vec<_> = clients
             .into_iter()
@@ -141,7 +143,9 @@ pub fn run_trial(
         if !queries_mode {
             interrupted = !sampler.wait(plan.warmup, false, &mut *on_tick, None);
         }
-        let before = snapshot(target, probes, admin.as_mut());
+        let before = early
+            .take()
+            .unwrap_or_else(|| snapshot(target, probes, admin.as_mut()));
         shared.phase.store(PHASE_MEASURE, Ordering::SeqCst);
         if !interrupted {
             let quota_total = plan.queries.map(|q| (q, threads));
