@@ -421,7 +421,7 @@ fn kill_9_then_restore_puts_settings_back(ctx: &Ctx) {
     let o = ctx.run(&[
         "run",
         "--target",
-        &ctx.url("t_kill"),
+        &ctx.url("t_kill2"),
         "--feature",
         "general-log",
         "--threads",
@@ -434,6 +434,13 @@ fn kill_9_then_restore_puts_settings_back(ctx: &Ctx) {
         text(&o)
     );
     assert_eq!(ctx.var("general_log"), "0");
+    let tables: Option<u32> = ctx
+        .root()
+        .query_first(
+            "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = 't_kill2'",
+        )
+        .unwrap();
+    assert_eq!(tables, Some(0), "refused before preparing any table");
     let o = ctx.run(&["restore", "--target", &ctx.url("t_kill")]);
     ok(&o);
     assert!(

@@ -194,6 +194,7 @@ pub fn execute(exp: &Experiment, target_args: &TargetArgs, opts: &RunOptions) ->
         }
     }
     check_plain_settings(&mut admin, exp, &target)?;
+    toggle::ensure_no_pending_journal(&target)?;
     let plugins: Vec<_> = features.iter().filter_map(|f| f.plugin).collect();
     if opts.dry_run {
         print!(

@@ -191,26 +191,7 @@ impl Switcher {
         vars: &[String],
         started_at: &str,
     ) -> Result<Switcher> {
-        let journal_path = (!target.is_managed()).then(|| journal::path_for(&target.journal_key()));
-        if let Some(p) = &journal_path
-            && let Some(j) = Journal::load(p)?
-        {
-            if j.writer_alive() {
-                return Err(usage(format!(
-                    "another dbtax (pid {}) is running an experiment on {}; wait for it to finish",
-                    j.pid,
-                    target.label()
-                )));
-            }
-            return Err(usage(format!(
-                "an earlier dbtax run on {} was interrupted before it could restore {} setting(s) \
-                 (journal {}). Run `dbtax restore --target '{}'` first",
-                target.label(),
-                j.originals.len() + j.installed_plugins.len(),
-                p.display(),
-                target.label()
-            )));
-        }
+        let journal_path = ensure_no_pending_journal(target)?;
         let mut s = Switcher {
             conn: target.admin()?,
             journal: Journal {
@@ -317,6 +298,33 @@ impl Drop for Switcher {
             );
         }
     }
+}
+
+/// Refuse to work on a server with a pending journal (an interrupted run, or another dbtax
+/// at work). Returns where this run's journal goes (None: a managed server, not journaled).
+pub fn ensure_no_pending_journal(target: &Target) -> Result<Option<PathBuf>> {
+    if target.is_managed() {
+        return Ok(None);
+    }
+    let p = journal::path_for(&target.journal_key());
+    if let Some(j) = Journal::load(&p)? {
+        if j.writer_alive() {
+            return Err(usage(format!(
+                "another dbtax (pid {}) is running an experiment on {}; wait for it to finish",
+                j.pid,
+                target.label()
+            )));
+        }
+        return Err(usage(format!(
+            "an earlier dbtax run on {} was interrupted before it could restore {} setting(s) \
+             (journal {}). Run `dbtax restore --target '{}'` first. Nothing was changed",
+            target.label(),
+            j.originals.len() + j.installed_plugins.len(),
+            p.display(),
+            target.label()
+        )));
+    }
+    Ok(Some(p))
 }
 
 /// Apply a journal: originals back in reverse order (variables that vanished with a plugin

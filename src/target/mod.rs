@@ -92,10 +92,17 @@ impl Target {
         self.spec.redacted()
     }
 
-    /// A key naming this server in the journal directory: the redacted URL, made file-safe.
+    /// A key naming this server in the journal directory: its socket, or host and port, made
+    /// file-safe. Not the user or database: one server has one journal, however it is reached.
     pub fn journal_key(&self) -> String {
-        self.label()
-            .chars()
+        let id = match &self.spec {
+            TargetSpec::Mysql(u) => match &u.socket {
+                Some(sock) => format!("socket-{}", sock.display()),
+                None => format!("tcp-{}-{}", u.host, u.port),
+            },
+            TargetSpec::Managed(_) => self.label(),
+        };
+        id.chars()
             .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
             .collect()
     }
