@@ -180,10 +180,11 @@ impl Bench for LiveBench<'_> {
         if std::mem::take(&mut self.cold) {
             if plan.queries.is_some() {
                 // Fixed-count trials have no settle phase: settle here, with the load.
+                // A plain timed run of the settle length; its numbers are discarded.
                 let warm = TrialPlan {
                     threads,
-                    duration: Duration::from_millis(1),
-                    warmup: SETTLE_AFTER_RESTART,
+                    duration: SETTLE_AFTER_RESTART,
+                    warmup: Duration::ZERO,
                     queries: None,
                 };
                 run_trial(
