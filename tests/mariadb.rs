@@ -53,6 +53,12 @@ impl Ctx {
             .unwrap();
     }
 
+    /// The number a `SELECT COUNT(*) ...` returns, as root.
+    fn count(&self, sql: &str) -> u64 {
+        let n: Option<u64> = self.root().query_first(sql).unwrap();
+        n.unwrap_or(0)
+    }
+
     fn dbtax(&self) -> Command {
         let mut c = Command::new(env!("CARGO_BIN_EXE_dbtax"));
         c.env("DBTAX_STATE_DIR", &self.state_dir)
@@ -258,11 +264,11 @@ fn sysbench_tables_are_reused_as_they_are(ctx: &Ctx) {
         "--json",
     ]);
     json_of(&o);
-    let n: Option<u64> = ctx
-        .root()
-        .query_first("SELECT COUNT(*) FROM sbt.sbtest2")
-        .unwrap();
-    assert_eq!(n, Some(500), "dbtax must not refill sysbench's tables");
+    assert_eq!(
+        ctx.count("SELECT COUNT(*) FROM sbt.sbtest2"),
+        500,
+        "dbtax must not refill sysbench's tables"
+    );
 }
 
 fn run_measures_and_restores_every_setting(ctx: &Ctx) {
@@ -322,11 +328,11 @@ fn dry_run_prints_statements_and_changes_nothing(ctx: &Ctx) {
     assert!(stdout.contains("SET GLOBAL general_log = ON"), "{stdout}");
     assert!(stdout.contains("Nothing was changed"), "{stdout}");
     assert_eq!(ctx.var("general_log"), "0");
-    let schemas: Option<u32> = ctx
-        .root()
-        .query_first("SELECT COUNT(*) FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = 't_dry'")
-        .unwrap();
-    assert_eq!(schemas, Some(0), "--dry-run must not create the schema");
+    assert_eq!(
+        ctx.count("SELECT COUNT(*) FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = 't_dry'"),
+        0,
+        "--dry-run must not create the schema"
+    );
 }
 
 fn audit_plugin_is_installed_for_the_run_and_removed_after(ctx: &Ctx) {
@@ -339,15 +345,7 @@ fn audit_plugin_is_installed_for_the_run_and_removed_after(ctx: &Ctx) {
         c["log_bytes_per_query_median"].as_f64().unwrap() > 20.0,
         "{c}"
     );
-    let active: Option<u32> = ctx
-        .root()
-        .query_first("SELECT COUNT(*) FROM information_schema.PLUGINS WHERE PLUGIN_NAME = 'SERVER_AUDIT' AND PLUGIN_STATUS = 'ACTIVE'")
-        .unwrap();
-    assert_eq!(
-        active,
-        Some(0),
-        "dbtax installed the plugin, so it must remove it"
-    );
+    assert_eq!(ctx.count("SELECT COUNT(*) FROM information_schema.PLUGINS WHERE PLUGIN_NAME = 'SERVER_AUDIT' AND PLUGIN_STATUS = 'ACTIVE'"), 0, "dbtax installed the plugin, so it must remove it");
 }
 
 fn spawn_run(ctx: &Ctx, feature: &str, schema: &str, out: &Path) -> std::process::Child {
@@ -434,13 +432,11 @@ fn kill_9_then_restore_puts_settings_back(ctx: &Ctx) {
         text(&o)
     );
     assert_eq!(ctx.var("general_log"), "0");
-    let tables: Option<u32> = ctx
-        .root()
-        .query_first(
-            "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = 't_kill2'",
-        )
-        .unwrap();
-    assert_eq!(tables, Some(0), "refused before preparing any table");
+    assert_eq!(
+        ctx.count("SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = 't_kill2'"),
+        0,
+        "refused before preparing any table"
+    );
     let o = ctx.run(&["restore", "--target", &ctx.url("t_kill")]);
     ok(&o);
     assert!(
@@ -482,12 +478,9 @@ fn a_user_without_privileges_gets_exit_2_and_nothing_changes(ctx: &Ctx) {
         assert!(!stderr.contains("Pw-weak-1"), "password printed: {stderr}");
     }
     assert_eq!(ctx.var("general_log"), "0");
-    let tables: Option<u32> = root
-        .query_first("SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = 't_weak'")
-        .unwrap();
     assert_eq!(
-        tables,
-        Some(0),
+        ctx.count("SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = 't_weak'"),
+        0,
         "no tables prepared before the privilege check"
     );
 }
