@@ -112,16 +112,6 @@ pub fn grants_text(conn: &mut ::mysql::Conn) -> Result<String> {
     Ok(rows.join("\n").to_ascii_uppercase())
 }
 
-/// Whether the grants give a global privilege (or ALL / SUPER, which imply it).
-pub fn has_global_privilege(grants: &str, privilege: &str) -> bool {
-    grants.lines().any(|g| {
-        g.contains(" ON *.* ")
-            && (g.contains("ALL PRIVILEGES")
-                || g.contains("SUPER")
-                || g.contains(&privilege.to_ascii_uppercase()))
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -141,15 +131,5 @@ mod tests {
             "SET GLOBAL log_output = 'FILE'"
         );
         assert_eq!(set_global_sql("x", "a'b"), "SET GLOBAL x = 'a\\'b'");
-    }
-
-    #[test]
-    fn privilege_check_reads_grants() {
-        let g = "GRANT USAGE ON *.* TO `U`@`%`\nGRANT SELECT ON `DBTAX`.* TO `U`@`%`";
-        assert!(!has_global_privilege(g, "SYSTEM_VARIABLES_ADMIN"));
-        let g = "GRANT SUPER ON *.* TO `U`@`%`";
-        assert!(has_global_privilege(g, "SYSTEM_VARIABLES_ADMIN"));
-        let g = "GRANT ALL PRIVILEGES ON *.* TO `ROOT`@`LOCALHOST` WITH GRANT OPTION";
-        assert!(has_global_privilege(g, "INSERT"));
     }
 }
