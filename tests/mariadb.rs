@@ -342,6 +342,32 @@ fn dry_run_prints_statements_and_changes_nothing(ctx: &Ctx) {
     );
 }
 
+fn a_bad_out_directory_fails_before_anything_changes(ctx: &Ctx) {
+    let blocker = ctx.file("not-a-dir", "a file where --out wants a directory");
+    let out = blocker.join("results");
+    let o = ctx.run(&ctx.run_args("t_badout", &["audit"], "1", "2", &out));
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("cannot create --out"),
+        "{}",
+        text(&o)
+    );
+    assert_eq!(
+        ctx.count(
+            "SELECT COUNT(*) FROM information_schema.PLUGINS WHERE PLUGIN_NAME = 'SERVER_AUDIT'"
+        ),
+        0,
+        "the audit plugin was never installed"
+    );
+    assert_eq!(
+        ctx.count(
+            "SELECT COUNT(*) FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = 't_badout'"
+        ),
+        0,
+        "no schema was created"
+    );
+}
+
 fn audit_plugin_is_installed_for_the_run_and_removed_after(ctx: &Ctx) {
     let out = ctx.out_dir("audit");
     let o = ctx.run(&ctx.run_args("t_audit", &["audit"], "2", "2", &out));
@@ -709,6 +735,10 @@ fn main() {
         (
             "run_measures_and_restores_every_setting",
             run_measures_and_restores_every_setting,
+        ),
+        (
+            "a_bad_out_directory_fails_before_anything_changes",
+            a_bad_out_directory_fails_before_anything_changes,
         ),
         (
             "audit_plugin_is_installed_for_the_run_and_removed_after",

@@ -218,13 +218,14 @@ pub fn execute(exp: &Experiment, target_args: &TargetArgs, opts: &RunOptions) ->
             eprintln!("  note: {n}");
         }
     }
+    // A bad --out is bad input: fail on it before anything on the server changes.
+    let out_dir = out_dir(opts.out.as_deref(), &exp.name)?;
     let prepared = exp.workload.prepare(&target, quiet)?;
     let started_at = crate::host::now_rfc3339();
     let relevant = relevant_variables(&mut admin, &touched)?;
     let switcher = Switcher::begin(&target, &plugins, &touched, &started_at)?;
     let originals = switcher.originals();
     let log_files = log_files(&mut admin, &target, &features)?;
-    let out_dir = out_dir(opts.out.as_deref(), &exp.name)?;
     let mut target_info = target.info();
     target_info.variables = relevant.into_iter().chain(originals.clone()).collect();
     let mut results = Results {
