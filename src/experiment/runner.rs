@@ -113,18 +113,18 @@ pub fn run(
     })
 }
 
-/// Thread counts with a non-baseline cell wider than `points` (or fewer blocks than the
-/// minimum).
+/// Thread counts with a non-baseline cell wider than `points` (every thread count until the
+/// minimum number of blocks has run).
 fn imprecise_threads(cells: &[Cell], threads: &[u32], points: f64, round: u32) -> Vec<u32> {
     threads
         .iter()
         .copied()
         .filter(|&t| {
             round < MIN_BLOCKS
-                || cells.iter().filter(|c| c.threads == t).any(|c| {
-                    c.overhead.is_none() && c.trials.len() < 2
-                        || c.overhead.as_ref().is_some_and(|o| half_width(o) > points)
-                })
+                || cells
+                    .iter()
+                    .filter(|c| c.threads == t)
+                    .any(|c| c.overhead.as_ref().is_some_and(|o| half_width(o) > points))
         })
         .collect()
 }
