@@ -1,9 +1,16 @@
-//! Flags and their docs only (clap derive). `config.rs` turns them into validated values; the
-//! rest of dbtax never sees a flag.
+//! Flags and their docs only (clap derive). Durations and sizes are typed here by their value
+//! parsers; `config` turns the rest into validated values. Nothing below `config` sees a flag.
 
 use crate::workload::WorkloadKind;
+use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
+use std::time::Duration;
+
+fn workload_kind() -> impl TypedValueParser<Value = WorkloadKind> {
+    PossibleValuesParser::new(WorkloadKind::ALL.map(WorkloadKind::name))
+        .map(|s| WorkloadKind::parse(&s).expect("clap checked the possible values"))
+}
 
 /// What will turning on a server feature cost your database? dbtax drives a real
 /// MySQL/MariaDB server at a sweep of client concurrencies, switches the feature on and off in
@@ -104,7 +111,7 @@ pub struct TargetArgs {
 #[derive(Debug, Args, Clone)]
 pub struct WorkloadArgs {
     /// Workload.
-    #[arg(long, short = 'w', value_enum)]
+    #[arg(long, short = 'w', value_parser = workload_kind())]
     pub workload: Option<WorkloadKind>,
     /// sbtest tables (sbtest1..N).
     #[arg(long)]
@@ -134,11 +141,11 @@ pub struct BenchArgs {
     #[arg(long, short = 'c', default_value_t = 8)]
     pub threads: u32,
     /// Measured time, e.g. 10s, 500ms, 2m.
-    #[arg(long, short = 'd', default_value = "10s")]
-    pub duration: String,
+    #[arg(long, short = 'd', default_value = "10s", value_parser = crate::units::duration)]
+    pub duration: Duration,
     /// Settle time before measuring.
-    #[arg(long, default_value = "2s")]
-    pub warmup: String,
+    #[arg(long, default_value = "2s", value_parser = crate::units::duration)]
+    pub warmup: Duration,
     /// Stop after N statements in total, split over the threads (mysqlslap's
     /// --number-of-queries); the whole run is measured, no warmup.
     #[arg(long, value_name = "N")]
@@ -181,11 +188,11 @@ pub struct RunArgs {
     #[arg(long, value_delimiter = ',')]
     pub threads: Option<Vec<u32>>,
     /// Measured time per trial.
-    #[arg(long)]
-    pub trial: Option<String>,
+    #[arg(long, value_parser = crate::units::duration)]
+    pub trial: Option<Duration>,
     /// Settle time after each switch, before measuring.
-    #[arg(long)]
-    pub warmup: Option<String>,
+    #[arg(long, value_parser = crate::units::duration)]
+    pub warmup: Option<Duration>,
     /// Blocks per thread count (every variant once per block, in random order).
     #[arg(long, conflicts_with = "precision")]
     pub repeats: Option<u32>,
@@ -193,11 +200,11 @@ pub struct RunArgs {
     #[arg(long, value_name = "P")]
     pub precision: Option<f64>,
     /// Time budget for --precision, e.g. 3m.
-    #[arg(long)]
-    pub budget: Option<String>,
+    #[arg(long, value_parser = crate::units::duration)]
+    pub budget: Option<Duration>,
     /// Stop before the log files grow by more than this many bytes (e.g. 2G, 500M).
-    #[arg(long)]
-    pub max_log_bytes: Option<String>,
+    #[arg(long, value_parser = crate::units::bytes)]
+    pub max_log_bytes: Option<u64>,
     /// Output directory (default ./dbtax-results/<timestamp>-<name>/).
     #[arg(long, short = 'o')]
     pub out: Option<PathBuf>,
@@ -281,8 +288,8 @@ pub struct FsyncArgs {
     #[arg(long, default_value = ".")]
     pub dir: PathBuf,
     /// Time per (method, threads) measurement.
-    #[arg(long, default_value = "5s")]
-    pub duration: String,
+    #[arg(long, default_value = "5s", value_parser = crate::units::duration)]
+    pub duration: Duration,
     /// Writer thread counts.
     #[arg(long, value_delimiter = ',', default_value = "1,2,4,8,16")]
     pub threads: Vec<u32>,

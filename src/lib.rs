@@ -1,5 +1,5 @@
 //! dbtax: what does turning on a server feature cost? The library holds the whole pipeline
-//! (target → workload → load → experiment → stats → report); `main.rs` only wires the CLI to it.
+//! (config → server → workload → load → experiment → stats → report); `main.rs` only wires the CLI to it.
 
 pub mod cli;
 pub mod commands;
@@ -14,6 +14,7 @@ pub mod load;
 pub mod report;
 pub mod results;
 pub mod rng;
+pub mod server;
 pub mod stats;
-pub mod target;
+pub mod units;
 pub mod workload;

@@ -3,6 +3,8 @@
 //! a copy of the page measures what the browser laid out: every chart must have a size, its
 //! lines a length and its points a box.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -31,10 +33,7 @@ document.body.setAttribute('data-probe', JSON.stringify(figs));
 
 #[test]
 fn the_report_renders_its_charts_in_headless_chromium() {
-    let results = dbtax::report::load(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/general-log.json"),
-    )
-    .unwrap();
+    let results = common::fixture("general-log.json");
     let dir = tempfile::tempdir().unwrap();
     let page = dbtax::report::html::render(&results).replace("</body>", &format!("{PROBE}</body>"));
     let file = dir.path().join("report.html");

@@ -1,17 +1,15 @@
 //! The command line: help, and bad input that must fail with one clear message and exit 2
 //! before any server is touched. No database needed here.
 
+mod common;
+
 use assert_cmd::Command;
 use predicates::prelude::*;
 
 fn dbtax() -> Command {
-    let mut c = Command::cargo_bin("dbtax").unwrap();
-    c.env(
-        "DBTAX_STATE_DIR",
-        std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-state"),
-    );
-    c.env_remove("DBTAX_TARGET");
-    c
+    Command::from_std(common::dbtax(
+        &std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-state"),
+    ))
 }
 
 fn write(name: &str, text: &str) -> std::path::PathBuf {
@@ -54,8 +52,12 @@ fn fails_with_usage(args: &[&str], needle: &str) {
 
 #[test]
 fn bad_durations_workloads_and_threads_are_usage_errors() {
-    fails_with_usage(&["bench", "--duration", "ten"], "bad --duration 'ten'");
-    fails_with_usage(&["bench", "--warmup=-3s"], "bad --warmup");
+    // Durations and sizes are typed by clap's value parsers: its message names the flag.
+    fails_with_usage(
+        &["bench", "--duration", "ten"],
+        "invalid value 'ten' for '--duration",
+    );
+    fails_with_usage(&["bench", "--warmup=-3s"], "for '--warmup");
     fails_with_usage(&["bench", "--workload", "tpcc"], "tpcc");
     fails_with_usage(&["bench", "--threads", "0"], "--threads must be at least 1");
     fails_with_usage(
@@ -64,7 +66,17 @@ fn bad_durations_workloads_and_threads_are_usage_errors() {
     );
     fails_with_usage(
         &["run", "--feature", "general-log", "--trial", "soon"],
-        "bad --trial",
+        "for '--trial",
+    );
+    fails_with_usage(
+        &[
+            "run",
+            "--feature",
+            "general-log",
+            "--max-log-bytes",
+            "99999999999999999999999",
+        ],
+        "more than 1 PiB",
     );
     fails_with_usage(
         &["run", "--feature", "general-log", "--repeats", "1"],

@@ -1,27 +1,16 @@
 //! The renderers on fixed results.json files (real runs, committed as fixtures): snapshot
 //! tests of every exporter, the schema, and the CLI commands that read results alone.
 
-use dbtax::report::{charts, compare, csv, html, table};
-use dbtax::results::Results;
-use std::path::Path;
+mod common;
 
-fn fixture(name: &str) -> Results {
-    dbtax::report::load(
-        &Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/fixtures")
-            .join(name),
-    )
-    .unwrap()
-}
+use common::{fixture, fixture_path};
+use dbtax::report::{charts, compare, csv, html, table};
 
 #[test]
 fn fixtures_match_the_committed_schema() {
-    let schema: serde_json::Value =
-        serde_json::from_str(include_str!("../schema/results.schema.json")).unwrap();
-    let validator = jsonschema::validator_for(&schema).unwrap();
     for f in ["general-log.json", "audit-durability.json"] {
         let v = serde_json::to_value(fixture(f)).unwrap();
-        let errors: Vec<String> = validator.iter_errors(&v).map(|e| e.to_string()).collect();
+        let errors = common::schema_errors(&v);
         assert!(errors.is_empty(), "{f}: {errors:?}");
     }
 }
@@ -91,9 +80,10 @@ fn compare_snapshot() {
 #[test]
 fn report_and_compare_commands_read_results_alone() {
     let dir = tempfile::tempdir().unwrap();
-    let fx = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/general-log.json");
-    let out = assert_cmd::Command::cargo_bin("dbtax")
-        .unwrap()
+    let fx = fixture_path("general-log.json");
+    let state = dir.path().join("state");
+    let dbtax = || assert_cmd::Command::from_std(common::dbtax(&state));
+    let out = dbtax()
         .arg("report")
         .arg(&fx)
         .arg("--html")
@@ -117,8 +107,7 @@ fn report_and_compare_commands_read_results_alone() {
             .count(),
         5
     );
-    let out = assert_cmd::Command::cargo_bin("dbtax")
-        .unwrap()
+    let out = dbtax()
         .args(["compare"])
         .arg(&fx)
         .arg(&fx)
@@ -128,12 +117,7 @@ fn report_and_compare_commands_read_results_alone() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("1.00"));
     let bad = dir.path().join("bad.json");
     std::fs::write(&bad, "{\"not\": \"results\"}").unwrap();
-    let out = assert_cmd::Command::cargo_bin("dbtax")
-        .unwrap()
-        .arg("report")
-        .arg(&bad)
-        .output()
-        .unwrap();
+    let out = dbtax().arg("report").arg(&bad).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("is not a dbtax results.json"));
 }

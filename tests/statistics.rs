@@ -3,20 +3,12 @@
 //! must contain the truth about 95% of the time, and an A/A experiment must be "significant"
 //! only about 5% of the time.
 
-use dbtax::experiment::runner::{self, Observer};
+use dbtax::experiment::runner::{self, Silent as Quiet};
 use dbtax::experiment::sim::SimulatedServer;
 use dbtax::experiment::spec::{Experiment, StopRule, variants_for_features};
 use dbtax::results::Cell;
 use dbtax::workload::Workload;
 use std::time::Duration;
-
-struct Quiet;
-impl Observer for Quiet {
-    fn trial_starting(&mut self, _: usize, _: usize, _: &str, _: u32) {}
-    fn block_done(&mut self, _: &[Cell]) -> anyhow::Result<()> {
-        Ok(())
-    }
-}
 
 fn experiment(variants: usize, stop: StopRule, seed: u64) -> Experiment {
     let mut v = variants_for_features(&["general-log".to_string(), "slow-log".to_string()]);

@@ -1,20 +1,19 @@
 //! `dbtax bench`: one trial, printed as a summary or as one JSON object.
 
 use crate::cli::BenchArgs;
-use crate::config::{parse_duration, target_from, workload_from};
+use crate::config::{server_config, workload_from};
 use crate::error::usage;
 use crate::load::{TrialPlan, TrialProbes, run_trial};
 use crate::results::{BenchOutput, Trial};
-use crate::target::Target;
+use crate::server::Server;
 use crate::workload::Workload;
 use anyhow::Result;
 
 /// Run `dbtax bench`.
 pub fn run(args: BenchArgs) -> Result<()> {
-    let (spec, managed) = target_from(&args.target, None)?;
+    let config = server_config(&args.target, None)?;
     let workload = workload_from(&args.workload, Workload::default())?;
-    let duration = parse_duration("--duration", &args.duration)?;
-    let warmup = parse_duration("--warmup", &args.warmup)?;
+    let (duration, warmup) = (args.duration, args.warmup);
     if args.threads == 0 {
         return Err(usage("--threads must be at least 1"));
     }
@@ -30,8 +29,9 @@ pub fn run(args: BenchArgs) -> Result<()> {
         warmup,
         queries: args.queries,
     };
-    let target = Target::open(&spec, &managed, args.target.schema.as_deref())?;
-    let prepared = workload.prepare(&target, args.json)?;
+    let target = Server::open(&config)?;
+    target.check_statements(&workload)?;
+    let prepared = target.prepare(&workload, args.json)?;
     let bar = super::progress::trial_bar(false);
     let probes = TrialProbes {
         log_files: vec![],
@@ -57,7 +57,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
 }
 
 /// The human summary of one trial.
-pub fn summary(target: &Target, workload: &Workload, threads: u32, t: &Trial) -> String {
+pub fn summary(target: &Server, workload: &Workload, threads: u32, t: &Trial) -> String {
     let mut s = format!(
         "dbtax bench: {}, {threads} threads, {:.1} s on {} ({})\n",
         workload.kind.name(),

@@ -1,8 +1,12 @@
-//! The live display: an indicatif bar on stderr, fed by the trial coordinator's samples
-//! (never by the workers). Hidden automatically when stderr is not a terminal.
+//! The live displays, fed by samples (never by the workers): an indicatif bar on stderr for a
+//! `dbtax bench` trial, and `RunDisplay`, the runner's observer for `run` and `demo`: a bar on
+//! a terminal, one plain line per block otherwise (CI logs, `make demo | tee demo.log`).
 
+use crate::experiment::runner::{BlockDone, Observer};
 use crate::load::TrialProgress;
+use crate::report::interval::Interval;
 use indicatif::{ProgressBar, ProgressStyle};
+use std::io::IsTerminal;
 use std::time::Duration;
 
 /// A bar for one `dbtax bench` trial.
@@ -35,4 +39,124 @@ pub fn show_trial(bar: &ProgressBar, p: &TrialProgress) {
         "warming up"
     };
     bar.set_message(format!("{phase}: {:>10.0} events/s", p.events_per_s));
+}
+
+/// How a run shows its progress.
+enum Mode {
+    /// `--json`: nothing on stderr but errors.
+    Quiet,
+    /// A terminal: a bar with the current trial.
+    Bar(ProgressBar),
+    /// No terminal: one line per block.
+    Lines,
+}
+
+/// The runner's progress, for people.
+pub struct RunDisplay {
+    mode: Mode,
+    trial: String,
+}
+
+impl RunDisplay {
+    /// A bar on a terminal, plain lines otherwise, nothing when `quiet`.
+    pub fn new(quiet: bool) -> RunDisplay {
+        let mode = if quiet {
+            Mode::Quiet
+        } else if std::io::stderr().is_terminal() {
+            let bar = ProgressBar::new(1);
+            bar.set_style(
+                ProgressStyle::with_template(
+                    "{spinner} [{elapsed_precise}] [{bar:25}] {pos}/{len} trials, ETA {eta}  {msg}",
+                )
+                .expect("valid template")
+                .progress_chars("=> "),
+            );
+            bar.enable_steady_tick(Duration::from_millis(200));
+            Mode::Bar(bar)
+        } else {
+            Mode::Lines
+        };
+        RunDisplay {
+            mode,
+            trial: String::new(),
+        }
+    }
+
+    /// Clear the bar (before the table is printed).
+    pub fn finish(&self) {
+        if let Mode::Bar(bar) = &self.mode {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+fn mmss(d: Duration) -> String {
+    let s = d.as_secs();
+    format!("{}m{:02}s", s / 60, s % 60)
+}
+
+/// The plain line for a finished block: progress, time, and the block's intervals.
+pub fn block_line(b: &BlockDone<'_>) -> String {
+    let done = b.trials_done.max(1);
+    let eta = b
+        .elapsed
+        .mul_f64(b.trials_planned.saturating_sub(done) as f64 / done as f64);
+    let intervals: Vec<String> = b
+        .cells
+        .iter()
+        .filter(|c| c.threads == b.threads)
+        .filter_map(|c| {
+            let o = c.overhead.as_ref()?;
+            Some(format!("{} {}", c.variant, Interval::overhead(o)))
+        })
+        .collect();
+    let mut line = format!(
+        "[{}/{} trials] {} elapsed, ETA {}",
+        b.trials_done,
+        b.trials_planned,
+        mmss(b.elapsed),
+        mmss(eta)
+    );
+    if !intervals.is_empty() {
+        line += &format!(" | {} threads: {}", b.threads, intervals.join(", "));
+    }
+    line
+}
+
+impl Observer for RunDisplay {
+    fn trial_starting(&mut self, index: usize, planned: usize, variant: &str, threads: u32) {
+        self.trial = format!("{variant} @ {threads} threads");
+        if let Mode::Bar(bar) = &self.mode {
+            bar.set_length(planned as u64);
+            bar.set_position(index as u64);
+            bar.set_message(self.trial.clone());
+        }
+    }
+
+    fn trial_progress(&mut self, p: &TrialProgress) {
+        if let Mode::Bar(bar) = &self.mode {
+            let phase = if p.measuring { "measuring" } else { "settling" };
+            bar.set_message(format!(
+                "{} | {phase} {:.0} q/s",
+                self.trial, p.events_per_s
+            ));
+        }
+    }
+
+    fn status(&mut self, message: &str) {
+        match &self.mode {
+            Mode::Quiet => {}
+            // Before the first trial: lines above the bar; during the run: its message.
+            Mode::Bar(bar) if self.trial.is_empty() => bar.println(message),
+            Mode::Bar(bar) => bar.set_message(format!("{} | {message}", self.trial)),
+            Mode::Lines => eprintln!("{message}"),
+        }
+    }
+
+    fn block_done(&mut self, b: &BlockDone<'_>) -> anyhow::Result<()> {
+        if let Mode::Lines = self.mode {
+            eprintln!("{}", block_line(b));
+        }
+        Ok(())
+    }
 }

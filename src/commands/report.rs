@@ -1,11 +1,11 @@
-//! `dbtax report` and `dbtax compare`: everything from results.json files alone.
+//! `dbtax report`: re-render a results.json (the table; HTML, CSV and SVG on request).
 
-use crate::cli::{CompareArgs, ReportArgs};
+use crate::cli::ReportArgs;
 use crate::report;
 use anyhow::{Context, Result};
 
 /// Print the table; write HTML, CSV and SVG when asked.
-pub fn report(args: ReportArgs) -> Result<()> {
+pub fn run(args: ReportArgs) -> Result<()> {
     let r = report::load(&args.results)?;
     print!("{}", report::table::render(&r));
     if let Some(p) = &args.html {
@@ -21,19 +21,6 @@ pub fn report(args: ReportArgs) -> Result<()> {
     if let Some(d) = &args.svg {
         report::write_charts(d, &r)?;
         eprintln!("Wrote the charts into {}", d.display());
-    }
-    Ok(())
-}
-
-/// Two results side by side.
-pub fn compare(args: CompareArgs) -> Result<()> {
-    let a = report::load(&args.a)?;
-    let b = report::load(&args.b)?;
-    print!("{}", report::compare::render_text(&a, &b));
-    if let Some(p) = &args.html {
-        std::fs::write(p, report::compare::render_html(&a, &b))
-            .with_context(|| format!("writing {}", p.display()))?;
-        eprintln!("Wrote {}", p.display());
     }
     Ok(())
 }

@@ -1,14 +1,16 @@
-//! The experiment: a validated description (`spec`, read from TOML by `file` or built by
-//! `presets`), its order of trials (`plan`, shown by `dry_run`), the loop
-//! that runs blocks against anything that can run a trial (`runner`), the real server behind
-//! that interface (`live`) and the simulated one used to validate the statistics (`sim`).
+//! The experiment: a validated description (`spec`, built by `config`), resolved against a
+//! server into a `plan` by `preflight` (shown by `dry_run`), its order of trials (`order`), the
+//! loop that runs blocks against anything that can run a trial (`runner`), the real server
+//! behind that interface (`live`), the simulated one used to validate the statistics (`sim`),
+//! and `execute`, which ties them together for one run.
 
-pub mod command;
 pub mod dry_run;
-pub mod file;
+pub mod execute;
 pub mod live;
+pub mod order;
 pub mod plan;
-pub mod presets;
+pub mod preflight;
 pub mod runner;
 pub mod sim;
 pub mod spec;
+pub mod warnings;

@@ -1,54 +1,82 @@
-//! The order of trials. A round is one block per thread count; a block is every variant once
-//! in a fresh random order. Rounds repeat, so slow drift of a shared machine (and of the
-//! server: buffer pool, log files) spreads over every variant and every thread count alike.
+//! An experiment resolved against one server, before anything on it changes: every feature
+//! looked up once for the real server family, one record per variant, the variables and
+//! plugins the run will touch, the log files, the restart method, the notes. `preflight`
+//! builds it; the dry run renders it; the runner, the switcher and results.json consume it.
 
-use crate::rng::Rng;
+use crate::feature::toggle::State;
+use crate::server::catalog::Plugin;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
 
-/// Every variant once, at one thread count.
+/// How restart-only settings are switched.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Block {
-    /// Client threads.
-    pub threads: u32,
-    /// Variant indices in the order they run.
-    pub order: Vec<usize>,
+pub enum Restarter {
+    /// The experiment has none.
+    None,
+    /// dbtax restarts its managed server.
+    Managed,
+    /// The user's command restarts their server (`--restart-cmd`), given the options in
+    /// $DBTAX_SERVER_OPTS.
+    Command(String),
 }
 
-/// One round: a block for each thread count in `threads`, each in its own random order.
-pub fn round(threads: &[u32], variants: usize, rng: &mut Rng) -> Vec<Block> {
-    threads
-        .iter()
-        .map(|&t| {
-            let mut order: Vec<usize> = (0..variants).collect();
-            rng.shuffle(&mut order);
-            Block { threads: t, order }
-        })
-        .collect()
+/// One variant, resolved.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlannedVariant {
+    /// Name shown in tables; the first variant is the baseline.
+    pub name: String,
+    /// Catalog features it switches on (the first names it in results).
+    pub features: Vec<String>,
+    /// Every touched variable with this variant's value (None: the server's original).
+    pub state: State,
+    /// Restart-only server options (its own and its features').
+    pub server_opts: Vec<String>,
+    /// Index of the variant its overhead is computed against (itself for a baseline).
+    pub baseline: usize,
+    /// Multi-factor: (factor, index of the variant differing only in that factor).
+    pub effects: Vec<(String, usize)>,
 }
 
-/// Wall time one trial is expected to take: settle + measure + connecting and switching.
-pub fn trial_estimate(
-    trial: std::time::Duration,
-    warmup: std::time::Duration,
-) -> std::time::Duration {
-    trial + warmup + std::time::Duration::from_millis(300)
+/// The exact statements a run would send, for the dry run.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Statements {
+    /// Before the first trial (journaled first; only for plugins that are not loaded).
+    pub install: Vec<String>,
+    /// What entering each variant changes, from the server's current settings.
+    pub per_variant: Vec<Vec<String>>,
+    /// At the end, on error and on Ctrl-C.
+    pub restore: Vec<String>,
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+/// Everything a run will do to a server, decided before it does any of it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan {
+    /// One per variant, in the experiment's order.
+    pub variants: Vec<PlannedVariant>,
+    /// The statements, as the dry run prints them.
+    pub statements: Statements,
+    /// Variables any variant changes (journaled before the first change), first-seen order.
+    pub touched: Vec<String>,
+    /// The touched variables' values now, before any change.
+    pub current: BTreeMap<String, String>,
+    /// Other server variables worth recording beside the results.
+    pub relevant: BTreeMap<String, String>,
+    /// Plugins the features need (installed when absent, removed after).
+    pub plugins: Vec<Plugin>,
+    /// Variables naming the files the features write.
+    pub log_file_vars: Vec<&'static str>,
+    /// Their local paths (log bytes per query, disk guard); a plugin's appear once it is
+    /// installed (`execute` resolves them again then).
+    pub log_files: Vec<PathBuf>,
+    /// How restart-only settings are switched.
+    pub restarter: Restarter,
+    /// What dbtax will do besides SET GLOBAL (install a plugin, restart...).
+    pub notes: Vec<String>,
+}
 
-    #[test]
-    fn blocks_hold_every_variant_once_and_orders_vary() {
-        let mut rng = Rng::new(5);
-        let mut orders = std::collections::HashSet::new();
-        for _ in 0..20 {
-            for b in round(&[1, 8], 4, &mut rng) {
-                let mut o = b.order.clone();
-                orders.insert(b.order);
-                o.sort();
-                assert_eq!(o, vec![0, 1, 2, 3]);
-            }
-        }
-        assert!(orders.len() > 5, "orders must be randomized: {orders:?}");
+impl Plan {
+    /// Whether any variant needs a restart.
+    pub fn restarts(&self) -> bool {
+        self.variants.iter().any(|v| !v.server_opts.is_empty())
     }
 }

@@ -1,39 +1,68 @@
 //! The experiment loop, written against `Bench` so the same code drives a real server and the
 //! simulated one that validates the statistics. After every block the cells are recomputed
-//! and handed to the observer (which rewrites results.json: an interruption loses nothing).
+//! and handed to the observer (which rewrites results.json and shows progress: an
+//! interruption loses nothing).
 
-use super::plan::{self, Block};
+use super::order::{self, Block};
 use super::spec::{Experiment, MAX_BLOCKS, MIN_BLOCKS, StopRule};
+use super::warnings::Warning;
+use crate::load::TrialProgress;
 use crate::results::{Cell, Trial};
 use crate::rng::Rng;
 use crate::stats::overhead::half_width;
 use crate::stats::summary::{CellTrials, summarize};
 use anyhow::Result;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Something trials can be run against.
 pub trait Bench {
     /// Put the server into variant `variant`'s state.
-    fn apply(&mut self, variant: usize) -> Result<()>;
+    fn apply(&mut self, variant: usize, observer: &mut dyn Observer) -> Result<()>;
     /// Run one trial of the current variant at `threads`.
-    fn trial(&mut self, variant: usize, threads: u32) -> Result<Trial>;
+    fn trial(&mut self, variant: usize, threads: u32, observer: &mut dyn Observer)
+    -> Result<Trial>;
 }
 
-/// What the runner reports as it goes.
+/// A block has finished.
+#[derive(Debug)]
+pub struct BlockDone<'a> {
+    /// Trials run so far.
+    pub trials_done: usize,
+    /// Trials planned (grows in precision mode).
+    pub trials_planned: usize,
+    /// Since the first trial started.
+    pub elapsed: Duration,
+    /// The block's thread count.
+    pub threads: u32,
+    /// Every cell, up to date.
+    pub cells: &'a [Cell],
+}
+
+/// What the runner reports as it goes. Every method has a do-nothing default.
 pub trait Observer {
     /// A trial is about to start (`index` counts from 0; `planned` may grow in precision mode).
-    fn trial_starting(&mut self, index: usize, planned: usize, variant: &str, threads: u32);
-    /// A block finished; `cells` are the up-to-date summaries.
-    fn block_done(&mut self, cells: &[Cell]) -> Result<()>;
+    fn trial_starting(&mut self, _index: usize, _planned: usize, _variant: &str, _threads: u32) {}
+    /// A sample of the running trial (a few per second).
+    fn trial_progress(&mut self, _progress: &TrialProgress) {}
+    /// Something slow is happening between trials (a restart).
+    fn status(&mut self, _message: &str) {}
+    /// A block finished.
+    fn block_done(&mut self, _block: &BlockDone<'_>) -> Result<()> {
+        Ok(())
+    }
 }
+
+/// An observer that ignores everything (the simulations).
+pub struct Silent;
+impl Observer for Silent {}
 
 /// What the loop ended with.
 #[derive(Debug, Clone, Default)]
 pub struct Outcome {
     /// Final cells.
     pub cells: Vec<Cell>,
-    /// Messages for results.json `warnings` (e.g. cells short of the precision goal).
-    pub warnings: Vec<String>,
+    /// Things the reader should know (e.g. cells short of the precision goal).
+    pub warnings: Vec<Warning>,
 }
 
 /// Run an experiment to its stop rule. On error (or interrupt) the error is returned; the
@@ -63,7 +92,7 @@ pub fn run(
         })
         .collect();
     let started = Instant::now();
-    let per_trial = plan::trial_estimate(exp.trial, exp.warmup);
+    let per_trial = order::trial_estimate(exp.trial, exp.warmup);
     let mut planned = exp.threads.len() * nv * exp.planned_blocks() as usize;
     let mut index = 0usize;
     let mut summaries = summarize(&cells);
@@ -90,12 +119,12 @@ pub fn run(
         if r as usize >= exp.planned_blocks() as usize {
             planned = planned.max(index + need.len() * nv);
         }
-        for Block { threads, order } in plan::round(&need, nv, &mut rng) {
+        for Block { threads, order } in order::round(&need, nv, &mut rng) {
             for v in order {
                 crate::interrupt::check()?;
                 observer.trial_starting(index, planned, &exp.variants[v].name, threads);
-                bench.apply(v)?;
-                let trial = bench.trial(v, threads)?;
+                bench.apply(v, observer)?;
+                let trial = bench.trial(v, threads, observer)?;
                 index += 1;
                 let cell = cells
                     .iter_mut()
@@ -104,7 +133,13 @@ pub fn run(
                 cell.trials.push(trial);
             }
             summaries = summarize(&cells);
-            observer.block_done(&summaries)?;
+            observer.block_done(&BlockDone {
+                trials_done: index,
+                trials_planned: planned,
+                elapsed: started.elapsed(),
+                threads,
+                cells: &summaries,
+            })?;
         }
     }
     Ok(Outcome {
@@ -129,24 +164,18 @@ fn imprecise_threads(cells: &[Cell], threads: &[u32], points: f64, round: u32) -
         .collect()
 }
 
-fn shortfall(cells: &[Cell], threads: &[u32], points: f64, rounds: u32) -> String {
-    let wide: Vec<String> = cells
+fn shortfall(cells: &[Cell], threads: &[u32], points: f64, rounds: u32) -> Warning {
+    let wide = cells
         .iter()
         .filter(|c| threads.contains(&c.threads))
         .filter_map(|c| {
-            let o = c.overhead.as_ref()?;
-            (half_width(o) > points).then(|| {
-                format!(
-                    "{} at {} threads (±{:.1})",
-                    c.variant,
-                    c.threads,
-                    half_width(o)
-                )
-            })
+            let h = half_width(c.overhead.as_ref()?);
+            (h > points).then(|| (c.variant.clone(), c.threads, h))
         })
         .collect();
-    format!(
-        "the time budget ran out after {rounds} blocks before every interval reached ±{points} points: {}",
-        wide.join(", ")
-    )
+    Warning::PrecisionShortfall {
+        rounds,
+        points,
+        wide,
+    }
 }

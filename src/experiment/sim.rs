@@ -3,7 +3,7 @@
 //! (1 − overhead) × a slow multiplicative drift (a random walk, as a shared machine wanders)
 //! × independent log-normal noise. No time passes: trials are instant.
 
-use super::runner::Bench;
+use super::runner::{Bench, Observer};
 use crate::results::{LatencyMs, Trial};
 use crate::rng::Rng;
 use anyhow::Result;
@@ -40,12 +40,12 @@ impl SimulatedServer {
 }
 
 impl Bench for SimulatedServer {
-    fn apply(&mut self, variant: usize) -> Result<()> {
+    fn apply(&mut self, variant: usize, _: &mut dyn Observer) -> Result<()> {
         self.current = variant;
         Ok(())
     }
 
-    fn trial(&mut self, variant: usize, threads: u32) -> Result<Trial> {
+    fn trial(&mut self, variant: usize, threads: u32, _: &mut dyn Observer) -> Result<Trial> {
         assert_eq!(
             variant, self.current,
             "the runner applies a variant before its trial"

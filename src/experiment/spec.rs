@@ -1,14 +1,11 @@
-//! Experiment files (TOML) and `dbtax run` flags → one validated `Experiment`. Every check on
-//! user input happens here, before any server is touched.
+//! What an experiment is, once validated: variants, thread counts, trial lengths, the stop
+//! rule. Built by `config` from flags, files and presets; resolved against a server by
+//! `preflight` into a `Plan`.
 
-use crate::cli::RunArgs;
-use crate::config::{parse_bytes, parse_duration, validate_identifier, workload_from};
 use crate::error::usage;
-use crate::feature::catalog::{self, Feature, Flavor};
-use crate::feature::toggle::State;
+use crate::server::{catalog, validate_identifier};
 use crate::workload::Workload;
 use anyhow::Result;
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// One server configuration to measure.
@@ -130,7 +127,7 @@ pub fn product(factors: &[(String, Vec<VariantSpec>)]) -> Vec<VariantSpec> {
 
 impl Experiment {
     /// Defaults for an experiment built from flags only.
-    pub(super) fn defaults() -> Experiment {
+    pub fn defaults() -> Experiment {
         Experiment {
             name: String::new(),
             target: None,
@@ -145,56 +142,6 @@ impl Experiment {
             queries_per_trial: None,
             managed_server_opts: vec![],
         }
-    }
-
-    /// The experiment of `dbtax run`: the file (if any), then flags over it, validated.
-    pub fn from_args(args: &RunArgs) -> Result<Experiment> {
-        let mut exp = match (&args.file, &args.preset) {
-            (Some(p), _) => Experiment::from_file(p)?,
-            (None, Some(name)) => {
-                let size = match (args.quick, args.full) {
-                    (true, _) => super::presets::Size::Quick,
-                    (_, true) => super::presets::Size::Full,
-                    _ => super::presets::Size::Normal,
-                };
-                super::presets::build(name, size)?
-            }
-            (None, None) => Experiment::defaults(),
-        };
-        exp.workload = workload_from(&args.workload, exp.workload.clone())?;
-        if let Some(t) = &args.threads {
-            exp.threads = t.clone();
-        }
-        if let Some(t) = &args.trial {
-            exp.trial = parse_duration("--trial", t)?;
-        }
-        if let Some(w) = &args.warmup {
-            exp.warmup = parse_duration("--warmup", w)?;
-        }
-        if args.repeats.is_some() || args.precision.is_some() || args.budget.is_some() {
-            exp.stop = stop_rule(
-                args.repeats,
-                args.precision,
-                args.budget.as_deref(),
-                &exp.stop,
-            )?;
-        }
-        if let Some(m) = &args.max_log_bytes {
-            exp.max_log_bytes = Some(parse_bytes("--max-log-bytes", m)?);
-        }
-        if !args.features.is_empty() {
-            exp.variants = variants_for_features(&args.features);
-        }
-        if exp.name.is_empty() {
-            exp.name = default_name(&exp.variants);
-        }
-        if let Some(s) = args.seed {
-            exp.seed = s;
-        } else if exp.seed == 0 {
-            exp.seed = crate::rng::Rng::from_time(0).next_u64() % 1_000_000;
-        }
-        exp.validate()?;
-        Ok(exp)
     }
 
     /// Check everything a server does not need to be asked about.
@@ -252,132 +199,6 @@ impl Experiment {
             StopRule::Precision { .. } => MIN_BLOCKS,
         }
     }
-
-    /// The features used, resolved for a server flavor, in variant order, without repeats.
-    pub fn features(&self, flavor: Flavor) -> Result<Vec<Feature>> {
-        let mut out: Vec<Feature> = vec![];
-        for name in self.variants.iter().flat_map(|v| &v.features) {
-            let f = catalog::lookup(name, flavor)?;
-            if !out.iter().any(|o| o.name == f.name) {
-                out.push(f);
-            }
-        }
-        Ok(out)
-    }
-
-    /// Restart-only server options of each variant: its own and its features'.
-    pub fn server_opts(&self, flavor: Flavor) -> Result<Vec<Vec<String>>> {
-        self.variants
-            .iter()
-            .map(|v| {
-                let mut opts = v.server_opts.clone();
-                for name in &v.features {
-                    let f = catalog::lookup(name, flavor)?;
-                    opts.extend(f.restart_opts.iter().map(|o| o.to_string()));
-                }
-                Ok(opts)
-            })
-            .collect()
-    }
-
-    /// Every variable any variant touches (first-seen order), and each variant's full state:
-    /// its own settings, else the "off" settings of every feature in the experiment, else the
-    /// server's original value (None).
-    pub fn states(&self, flavor: Flavor) -> Result<(Vec<String>, Vec<State>)> {
-        let features = self.features(flavor)?;
-        let mut touched: Vec<String> = vec![];
-        let mut add = |k: &str| {
-            if !touched.iter().any(|t| t == k) {
-                touched.push(k.to_string());
-            }
-        };
-        let mut own: Vec<Vec<(String, String)>> = vec![];
-        for v in &self.variants {
-            let mut s: Vec<(String, String)> = vec![];
-            for name in &v.features {
-                let f = catalog::lookup(name, flavor)?;
-                s.extend(f.on.iter().map(|(k, v)| (k.to_string(), v.to_string())));
-            }
-            s.extend(v.set.iter().cloned());
-            own.push(s);
-        }
-        for f in &features {
-            for (k, _) in f.off.iter().chain(f.on) {
-                add(k);
-            }
-        }
-        for s in &own {
-            for (k, _) in s {
-                add(k);
-            }
-        }
-        let off: BTreeMap<&str, &str> = features
-            .iter()
-            .flat_map(|f| f.off.iter().copied())
-            .collect();
-        let states = own
-            .iter()
-            .map(|s| {
-                touched
-                    .iter()
-                    .map(|k| {
-                        let mine = s.iter().rev().find(|(n, _)| n == k).map(|(_, v)| v.clone());
-                        (
-                            k.clone(),
-                            mine.or_else(|| off.get(k.as_str()).map(|v| v.to_string())),
-                        )
-                    })
-                    .collect()
-            })
-            .collect();
-        Ok((touched, states))
-    }
-}
-
-pub(super) fn stop_rule(
-    repeats: Option<u32>,
-    precision: Option<f64>,
-    budget: Option<&str>,
-    current: &StopRule,
-) -> Result<StopRule> {
-    match (repeats, precision) {
-        (None, None) if budget.is_none() => Ok(current.clone()),
-        (Some(_), Some(_)) => Err(usage("give repeats or precision, not both")),
-        (Some(n), None) => {
-            if n < 2 {
-                return Err(usage(
-                    "--repeats must be at least 2: one block gives no interval",
-                ));
-            }
-            if budget.is_some() {
-                return Err(usage("--budget goes with --precision"));
-            }
-            Ok(StopRule::Repeats(n))
-        }
-        (None, p) => {
-            let prior_budget = match current {
-                StopRule::Precision { budget, .. } => Some(*budget),
-                _ => None,
-            };
-            let points = match (p, current) {
-                (Some(p), _) => p,
-                (None, StopRule::Precision { points, .. }) => *points,
-                (None, StopRule::Repeats(_)) => {
-                    return Err(usage("--budget goes with --precision"));
-                }
-            };
-            if !(points.is_finite() && points > 0.0) {
-                return Err(usage(
-                    "--precision must be a positive number of percentage points",
-                ));
-            }
-            let budget = match budget {
-                Some(b) => parse_duration("--budget", b)?,
-                None => prior_budget.unwrap_or(Duration::from_secs(600)),
-            };
-            Ok(StopRule::Precision { points, budget })
-        }
-    }
 }
 
 fn validate_name(what: &str, s: &str) -> Result<()> {
@@ -408,133 +229,4 @@ pub fn variants_for_features(features: &[String]) -> Vec<VariantSpec> {
         });
     }
     v
-}
-
-fn default_name(variants: &[VariantSpec]) -> String {
-    let names: Vec<&str> = variants.iter().skip(1).map(|v| v.name.as_str()).collect();
-    if names.is_empty() {
-        "experiment".into()
-    } else {
-        format!("{}-vs-{}", names.join("-"), variants[0].name)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    const EXAMPLE: &str = r#"
-name = "general-log-vs-off"
-target = "managed:mariadb"
-workload = { kind = "point-select", tables = 4, table_size = 100000 }
-threads = [1, 4, 16, 64]
-trial = "3s"
-warmup = "1s"
-repeats = 10
-[[variant]]
-name = "off"
-[[variant]]
-name = "general-log"
-feature = "general-log"
-[[variant]]
-name = "flush-2"
-set = { innodb_flush_log_at_trx_commit = "2" }
-"#;
-
-    #[test]
-    fn the_design_example_parses() {
-        let e = Experiment::from_toml(EXAMPLE, "x").unwrap();
-        e.validate().unwrap();
-        assert_eq!(e.name, "general-log-vs-off");
-        assert_eq!(e.threads, vec![1, 4, 16, 64]);
-        assert_eq!(e.trial, Duration::from_secs(3));
-        assert_eq!(e.stop, StopRule::Repeats(10));
-        assert_eq!(e.variants.len(), 3);
-        assert_eq!(
-            e.variants[2].set,
-            vec![("innodb_flush_log_at_trx_commit".into(), "2".into())]
-        );
-    }
-
-    #[test]
-    fn states_switch_features_off_in_the_baseline() {
-        let e = Experiment::from_toml(EXAMPLE, "x").unwrap();
-        let (touched, states) = e.states(Flavor::Mariadb).unwrap();
-        assert!(touched.contains(&"general_log".to_string()));
-        let get = |s: &State, k: &str| s.iter().find(|(n, _)| n == k).unwrap().1.clone();
-        assert_eq!(get(&states[0], "general_log").as_deref(), Some("OFF"));
-        assert_eq!(get(&states[1], "general_log").as_deref(), Some("ON"));
-        assert_eq!(get(&states[0], "innodb_flush_log_at_trx_commit"), None);
-        assert_eq!(
-            get(&states[2], "innodb_flush_log_at_trx_commit").as_deref(),
-            Some("2")
-        );
-        assert_eq!(get(&states[2], "general_log").as_deref(), Some("OFF"));
-        assert_eq!(
-            get(&states[0], "log_output"),
-            None,
-            "log_output stays as found in the baseline"
-        );
-    }
-
-    #[test]
-    fn bad_files_are_usage_errors_that_say_where() {
-        let e = Experiment::from_toml("threads = [1, 2", "x").unwrap_err();
-        assert_eq!(crate::error::exit_code(&e), 2);
-        let e = Experiment::from_toml("thread = [1]", "x").unwrap_err();
-        assert!(format!("{e:#}").contains("thread"), "{e:#}");
-        let mut e = Experiment::from_toml(EXAMPLE, "x").unwrap();
-        e.variants[1].features = vec!["turbo".into()];
-        assert!(e.validate().is_err());
-        let mut e = Experiment::from_toml(EXAMPLE, "x").unwrap();
-        e.threads = vec![0];
-        assert!(e.validate().is_err());
-        let e = Experiment::from_toml("repeats = 1", "x").unwrap_err();
-        assert_eq!(crate::error::exit_code(&e), 2);
-    }
-
-    #[test]
-    fn factors_make_the_product_with_effects_within_each_level() {
-        let text = r#"
-[[factor]]
-name = "audit"
-level = [ { name = "no-audit" }, { name = "audit", feature = "audit" } ]
-[[factor]]
-name = "durability"
-level = [
-  { name = "d0", set = { sync_binlog = 0 } },
-  { name = "d1", set = { sync_binlog = 1 } },
-  { name = "d2", set = { sync_binlog = 100 } },
-]
-"#;
-        let e = Experiment::from_toml(text, "x").unwrap();
-        e.validate().unwrap();
-        let names: Vec<&str> = e.variants.iter().map(|v| v.name.as_str()).collect();
-        assert_eq!(
-            names,
-            [
-                "no-audit/d0",
-                "no-audit/d1",
-                "no-audit/d2",
-                "audit/d0",
-                "audit/d1",
-                "audit/d2"
-            ]
-        );
-        let audit_d1 = &e.variants[4];
-        assert_eq!(audit_d1.features, vec!["audit".to_string()]);
-        assert_eq!(
-            audit_d1.baseline, 1,
-            "audit's overhead within durability d1"
-        );
-        assert_eq!(
-            audit_d1.effects,
-            vec![("audit".to_string(), 1), ("durability".to_string(), 3)]
-        );
-        assert_eq!(
-            e.variants[2].baseline, 0,
-            "durability alone: against the all-first baseline"
-        );
-        assert_eq!(e.variants[0].baseline, 0);
-    }
 }

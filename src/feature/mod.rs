@@ -1,8 +1,6 @@
-//! Server features: what they are (`catalog`), how dbtax switches them safely (`toggle`,
-//! with a `journal` of original values written before any change), and the `features` and
-//! `restore` commands.
+//! Switching server features safely: `toggle` applies a variant's settings and restores the
+//! originals, with a `journal` of original values written before any change. What a feature
+//! is lives with the engines (`server::catalog`).
 
-pub mod catalog;
-pub mod command;
 pub mod journal;
 pub mod toggle;

@@ -3,161 +3,20 @@
 //! variant's state, `restore` puts everything back and removes the journal. Dropping a
 //! Switcher that was not restored restores it (error paths, Ctrl-C).
 
-use super::catalog::{Feature, Flavor, Plugin};
 use super::journal::{self, Journal};
 use crate::error::usage;
-use crate::target::Target;
-use crate::target::mysql::{
-    clean_error, global_vars, grants_text, probe_set_privilege, set_global_sql,
-};
+use crate::server::catalog::Plugin;
+use crate::server::{Admin, Server};
 use anyhow::{Context, Result};
-use mysql::prelude::Queryable;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-
-/// Whether a target can run a feature, and why not.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Support {
-    /// Ready (the note says what dbtax will do first, e.g. install a plugin).
-    Yes(String),
-    /// Not possible on this target, with the reason.
-    No(String),
-}
-
-/// The server family of a connected target.
-pub fn flavor(target: &Target) -> Flavor {
-    if crate::target::mysql::is_mariadb(&target.server_version) {
-        Flavor::Mariadb
-    } else {
-        Flavor::Mysql
-    }
-}
-
-/// Is a plugin loaded (ACTIVE)?
-fn plugin_active(conn: &mut mysql::Conn, p: &Plugin) -> Result<bool> {
-    let status: Option<String> = conn.exec_first(
-        "SELECT PLUGIN_STATUS FROM information_schema.PLUGINS WHERE PLUGIN_NAME = ?",
-        (p.name,),
-    )?;
-    Ok(status.is_some_and(|s| s.eq_ignore_ascii_case("ACTIVE")))
-}
-
-/// Can the plugin be installed (its library is in the plugin dir)?
-fn plugin_installable(conn: &mut mysql::Conn, p: &Plugin, target: &Target) -> bool {
-    let in_all: Option<String> = conn
-        .exec_first(
-            "SELECT PLUGIN_NAME FROM information_schema.ALL_PLUGINS WHERE PLUGIN_NAME = ?",
-            (p.name,),
-        )
-        .ok()
-        .flatten();
-    if in_all.is_some() {
-        return true;
-    }
-    // MySQL has no ALL_PLUGINS: look for the library when the server is local.
-    let dir: Option<String> = conn.query_first("SELECT @@plugin_dir").ok().flatten();
-    target.local_datadir.is_some()
-        && dir.is_some_and(|d| PathBuf::from(d).join(format!("{}.so", p.soname)).exists())
-}
-
-/// May this login install plugins (INSERT on mysql.plugin)?
-fn may_install_plugins(grants: &str) -> bool {
-    grants.lines().any(|g| {
-        (g.contains(" ON *.* ")
-            || g.contains(" ON `MYSQL`.* ")
-            || g.contains(" ON `MYSQL`.`PLUGIN` "))
-            && (g.contains("ALL PRIVILEGES") || g.contains("INSERT"))
-    })
-}
-
-/// Check one feature on a target without changing anything. `SET GLOBAL v = <its current
-/// value>` is how privileges are probed: refused without the privilege, a no-op with it.
-/// `can_restart`: dbtax may restart the server (managed, or `--restart-cmd`).
-pub fn support(
-    conn: &mut mysql::Conn,
-    target: &Target,
-    f: &Feature,
-    can_restart: bool,
-) -> Result<Support> {
-    let mut notes = vec![];
-    if !f.restart_opts.is_empty() {
-        let opts = f.restart_opts.join(" --");
-        if !can_restart {
-            return Ok(Support::No(format!(
-                "switching it takes a server restart (--{opts}), which dbtax does only on a \
-                 managed target, or with --restart-cmd"
-            )));
-        }
-        notes.push(format!("restarts the server with --{opts} for its trials"));
-    }
-    if let Some(p) = &f.plugin
-        && !plugin_active(conn, p)?
-    {
-        if !plugin_installable(conn, p, target) {
-            return Ok(Support::No(format!(
-                "the {} plugin ({}.so) is not available on this server",
-                p.name.to_lowercase(),
-                p.soname
-            )));
-        }
-        if !may_install_plugins(&grants_text(conn)?) {
-            return Ok(Support::No(format!(
-                "installing the {} plugin needs INSERT on mysql.plugin, which this user lacks",
-                p.soname
-            )));
-        }
-        notes.push(format!(
-            "installs the {} plugin, removes it after",
-            p.soname
-        ));
-    }
-    if let Some(v) = f.requires_on {
-        let vals = global_vars(conn, &[v])?;
-        let on = vals
-            .get(v)
-            .is_some_and(|x| x.eq_ignore_ascii_case("ON") || x == "1");
-        if !on {
-            if target.is_managed() {
-                notes.push(format!(
-                    "starts the managed server with {}",
-                    f.managed_server_opts.join(" ")
-                ));
-            } else {
-                return Ok(Support::No(format!(
-                    "needs {v}=ON, which takes a server restart: enable it in the server's \
-                     configuration, or use a managed target"
-                )));
-            }
-        }
-    }
-    let names: Vec<&str> = f.on.iter().chain(f.off).map(|(k, _)| *k).collect();
-    let plugin_loaded = match &f.plugin {
-        Some(p) => plugin_active(conn, p)?,
-        None => true,
-    };
-    let present = global_vars(conn, &names)?;
-    for n in &names {
-        match present.get(*n) {
-            Some(v) => {
-                if let Err(why) = probe_set_privilege(conn, n, v) {
-                    return Ok(Support::No(format!(
-                        "{why} (needs SUPER or SYSTEM_VARIABLES_ADMIN)"
-                    )));
-                }
-            }
-            None if !plugin_loaded => {}
-            None => return Ok(Support::No(format!("the server has no variable {n}"))),
-        }
-    }
-    Ok(Support::Yes(notes.join("; ")))
-}
 
 /// The full state of one variant: every touched variable, with its value (None: original).
 pub type State = Vec<(String, Option<String>)>;
 
 /// Switches a server between variant states, journaled.
 pub struct Switcher {
-    conn: mysql::Conn,
+    admin: Box<dyn Admin>,
     journal: Journal,
     journal_path: Option<PathBuf>,
     current: BTreeMap<String, String>,
@@ -186,16 +45,16 @@ impl Switcher {
     /// each before acting. Journals only servers dbtax does not manage (a managed server is
     /// thrown away whatever happens).
     pub fn begin(
-        target: &Target,
+        server: &Server,
         plugins: &[Plugin],
         vars: &[String],
         started_at: &str,
     ) -> Result<Switcher> {
-        let journal_path = ensure_no_pending_journal(target)?;
+        let journal_path = ensure_no_pending_journal(server)?;
         let mut s = Switcher {
-            conn: target.admin()?,
+            admin: server.admin()?,
             journal: Journal {
-                target: target.label(),
+                target: server.label(),
                 pid: std::process::id(),
                 started_at: started_at.to_string(),
                 ..Default::default()
@@ -206,18 +65,15 @@ impl Switcher {
             statements: vec![],
         };
         for p in plugins {
-            if !plugin_active(&mut s.conn, p)? {
+            if !s.admin.plugin_active(p)? {
                 s.journal.installed_plugins.push(p.soname.to_string());
                 s.save()?;
-                let sql = format!("INSTALL SONAME '{}'", p.soname);
-                s.conn
-                    .query_drop(&sql)
-                    .map_err(|e| anyhow::anyhow!("{sql}: {}", clean_error(&e)))?;
+                let sql = s.admin.install_plugin(p)?;
                 s.statements.push(sql);
             }
         }
         let names: Vec<&str> = vars.iter().map(String::as_str).collect();
-        let found = global_vars(&mut s.conn, &names)?;
+        let found = s.admin.global_vars(&names)?;
         for v in vars {
             let value = found
                 .get(v)
@@ -237,8 +93,8 @@ impl Switcher {
     }
 
     /// After a server restart: a new connection, and every variable back at its original.
-    pub fn after_restart(&mut self, target: &Target) -> Result<()> {
-        self.conn = target.admin()?;
+    pub fn after_restart(&mut self, server: &Server) -> Result<()> {
+        self.admin = server.admin()?;
         self.current = self.journal.original_map();
         Ok(())
     }
@@ -263,10 +119,7 @@ impl Switcher {
             {
                 continue;
             }
-            let sql = set_global_sql(var, &value);
-            self.conn
-                .query_drop(&sql)
-                .map_err(|e| anyhow::anyhow!("{sql}: {}", clean_error(&e)))?;
+            let sql = self.admin.set_global(var, &value)?;
             self.statements.push(sql);
             self.current.insert(var.clone(), value);
         }
@@ -278,7 +131,7 @@ impl Switcher {
         if self.restored {
             return Ok(());
         }
-        restore_journal(&mut self.conn, &self.journal)?;
+        restore_journal(self.admin.as_mut(), &self.journal)?;
         if let Some(p) = &self.journal_path {
             let _ = std::fs::remove_file(p);
         }
@@ -302,26 +155,26 @@ impl Drop for Switcher {
 
 /// Refuse to work on a server with a pending journal (an interrupted run, or another dbtax
 /// at work). Returns where this run's journal goes (None: a managed server, not journaled).
-pub fn ensure_no_pending_journal(target: &Target) -> Result<Option<PathBuf>> {
-    if target.is_managed() {
+pub fn ensure_no_pending_journal(server: &Server) -> Result<Option<PathBuf>> {
+    if server.is_managed() {
         return Ok(None);
     }
-    let p = journal::path_for(&target.journal_key());
+    let p = journal::path_for(&server.journal_key());
     if let Some(j) = Journal::load(&p)? {
         if j.writer_alive() {
             return Err(usage(format!(
                 "another dbtax (pid {}) is running an experiment on {}; wait for it to finish",
                 j.pid,
-                target.label()
+                server.label()
             )));
         }
         return Err(usage(format!(
             "an earlier dbtax run on {} was interrupted before it could restore {} setting(s) \
              (journal {}). Run `dbtax restore --target '{}'` first. Nothing was changed",
-            target.label(),
+            server.label(),
             j.originals.len() + j.installed_plugins.len(),
             p.display(),
-            target.label()
+            server.label()
         )));
     }
     Ok(Some(p))
@@ -329,28 +182,16 @@ pub fn ensure_no_pending_journal(target: &Target) -> Result<Option<PathBuf>> {
 
 /// Apply a journal: originals back in reverse order (variables that vanished with a plugin
 /// are skipped), then uninstall the plugins it lists.
-pub fn restore_journal(conn: &mut mysql::Conn, j: &Journal) -> Result<Vec<String>> {
+pub fn restore_journal(admin: &mut dyn Admin, j: &Journal) -> Result<Vec<String>> {
     let mut done = vec![];
     for (var, value) in j.originals.iter().rev() {
-        let sql = set_global_sql(var, value);
-        match conn.query_drop(&sql) {
-            Ok(()) => done.push(sql),
-            // 1193: unknown system variable (its plugin is already gone).
-            Err(mysql::Error::MySqlError(e)) if e.code == 1193 => {}
-            Err(e) => {
-                return Err(anyhow::anyhow!("{sql}: {}", clean_error(&e))).context("restoring");
-            }
+        if let Some(sql) = admin.restore_global(var, value).context("restoring")? {
+            done.push(sql);
         }
     }
     for soname in &j.installed_plugins {
-        let sql = format!("UNINSTALL SONAME '{soname}'");
-        match conn.query_drop(&sql) {
-            Ok(()) => done.push(sql),
-            // 1305: does not exist (never installed, or already removed).
-            Err(mysql::Error::MySqlError(e)) if e.code == 1305 => {}
-            Err(e) => {
-                return Err(anyhow::anyhow!("{sql}: {}", clean_error(&e))).context("restoring");
-            }
+        if let Some(sql) = admin.uninstall_plugin(soname).context("restoring")? {
+            done.push(sql);
         }
     }
     Ok(done)
@@ -367,14 +208,5 @@ mod tests {
         assert!(same_value("off", "OFF"));
         assert!(!same_value("FILE", "TABLE"));
         assert!(!same_value("0", "1"));
-    }
-
-    #[test]
-    fn plugin_grants_are_recognised() {
-        assert!(may_install_plugins(
-            "GRANT ALL PRIVILEGES ON *.* TO `ROOT`@`LOCALHOST`"
-        ));
-        assert!(may_install_plugins("GRANT INSERT ON `MYSQL`.* TO `U`@`%`"));
-        assert!(!may_install_plugins("GRANT SELECT ON *.* TO `U`@`%`"));
     }
 }

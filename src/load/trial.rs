@@ -6,7 +6,7 @@
 use super::worker::{self, PHASE_MEASURE, PHASE_STOP, PHASE_WARMUP, Shared, WorkerReport};
 use crate::error::Failure;
 use crate::results::{LatencyMs, Trial};
-use crate::target::Target;
+use crate::server::{Admin, Server};
 use crate::workload::PreparedWorkload;
 use anyhow::{Context, Result, bail};
 use std::collections::BTreeMap;
@@ -59,9 +59,9 @@ struct Snapshot {
     status: BTreeMap<String, f64>,
 }
 
-fn snapshot(target: &Target, probes: &TrialProbes, admin: Option<&mut mysql::Conn>) -> Snapshot {
+fn snapshot(server: &Server, probes: &TrialProbes, admin: Option<&mut Box<dyn Admin>>) -> Snapshot {
     let status = match admin {
-        Some(conn) => crate::target::mysql::global_status(conn).unwrap_or_default(),
+        Some(a) => a.status_counters().unwrap_or_default(),
         None => BTreeMap::new(),
     };
     let log_bytes = if probes.log_files.is_empty() {
@@ -77,38 +77,33 @@ fn snapshot(target: &Target, probes: &TrialProbes, admin: Option<&mut mysql::Con
     };
     Snapshot {
         client_cpu_us: crate::host::self_cpu_us(),
-        server_cpu_us: target.server_cpu_us(),
+        server_cpu_us: server.server_cpu_us(),
         log_bytes,
         status,
         at: Instant::now(),
     }
 }
 
-/// Run one trial against `target`.
+/// Run one trial against `server`.
 pub fn run_trial(
-    target: &Target,
+    server: &Server,
     workload: &PreparedWorkload,
     plan: &TrialPlan,
     probes: &TrialProbes,
     on_tick: &mut dyn FnMut(&TrialProgress),
 ) -> Result<Trial> {
     let threads = plan.threads.max(1) as usize;
-    let opts = target.client_opts();
+    let connector = server.connector(workload);
     let mut clients = Vec::with_capacity(threads);
     for i in 0..threads {
-        let mut conn = target
+        let client = connector
             .connect()
+            .map_err(|e| anyhow::anyhow!("{e}"))
             .with_context(|| format!("opening client connection {} of {threads}", i + 1))?;
-        let script = workload.script(&mut conn).map_err(|e| {
-            anyhow::anyhow!(
-                "preparing the workload's statements: {}",
-                crate::target::mysql::clean_error(&e)
-            )
-        })?;
-        clients.push((conn, script));
+        clients.push(client);
     }
     let mut admin = if probes.server_status {
-        Some(target.admin()?)
+        Some(server.admin()?)
     } else {
         None
     };
@@ -127,15 +122,15 @@ pub fn run_trial(
     };
 
     // Fixed-count trials measure from the first query: snapshot before the workers start.
-    let mut early = queries_mode.then(|| snapshot(target, probes, admin.as_mut()));
+    let mut early = queries_mode.then(|| snapshot(server, probes, admin.as_mut()));
     let (reports, before, after, interrupted) = std::thread::scope(|s| {
         let handles: Vec<_> = clients
             .into_iter()
             .enumerate()
-            .map(|(i, (conn, script))| {
-                let (shared, opts) = (&shared, &opts);
+            .map(|(i, client)| {
+                let (shared, connector) = (&shared, connector.as_ref());
                 let q = quota(i);
-                s.spawn(move || worker::run_worker(i, conn, script, workload, opts, shared, q))
+                s.spawn(move || worker::run_worker(i, client, connector, shared, q))
             })
             .collect();
         let mut interrupted = false;
@@ -145,7 +140,7 @@ pub fn run_trial(
         }
         let before = early
             .take()
-            .unwrap_or_else(|| snapshot(target, probes, admin.as_mut()));
+            .unwrap_or_else(|| snapshot(server, probes, admin.as_mut()));
         shared.phase.store(PHASE_MEASURE, Ordering::SeqCst);
         if !interrupted {
             let quota_total = plan.queries.map(|q| (q, threads));
@@ -156,7 +151,7 @@ pub fn run_trial(
             };
             interrupted = !sampler.wait(planned, true, &mut *on_tick, quota_total);
         }
-        let after = snapshot(target, probes, admin.as_mut());
+        let after = snapshot(server, probes, admin.as_mut());
         shared.phase.store(PHASE_STOP, Ordering::SeqCst);
         let reports: Vec<WorkerReport> = handles
             .into_iter()

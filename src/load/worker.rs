@@ -3,7 +3,7 @@
 //! its own cache-padded counter. No lock, no channel, no allocation of ours per query.
 
 use crate::rng::Rng;
-use crate::workload::{PreparedWorkload, Script};
+use crate::server::{Client, Connector};
 use hdrhistogram::Histogram;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
@@ -75,10 +75,8 @@ pub fn new_histogram() -> Histogram<u64> {
 /// Run events until the phase says stop, or `quota` statements have been measured.
 pub fn run_worker(
     index: usize,
-    mut conn: mysql::Conn,
-    mut script: Box<dyn Script>,
-    workload: &PreparedWorkload,
-    opts: &mysql::Opts,
+    mut client: Box<dyn Client>,
+    connector: &dyn Connector,
     shared: &Shared,
     quota: Option<u64>,
 ) -> WorkerReport {
@@ -98,7 +96,7 @@ pub fn run_worker(
             break;
         }
         let start = Instant::now();
-        let outcome = script.event(&mut conn, &mut rng);
+        let outcome = client.event(&mut rng);
         let measuring = phase == PHASE_MEASURE;
         match outcome {
             Ok(n) => {
@@ -110,17 +108,12 @@ pub fn run_worker(
                 }
             }
             Err(e) => {
-                let lost = !matches!(e, mysql::Error::MySqlError(_));
                 if measuring {
-                    let msg = crate::target::mysql::clean_error(&e);
-                    *report.errors.entry(msg).or_default() += 1;
+                    *report.errors.entry(e.message.clone()).or_default() += 1;
                 }
-                if lost {
-                    match reconnect(workload, opts) {
-                        Ok((c, s)) => {
-                            conn = c;
-                            script = s;
-                        }
+                if e.lost {
+                    match connector.connect() {
+                        Ok(c) => client = c,
                         Err(e2) => {
                             report.fatal = Some(format!("connection lost: {e}; reconnect: {e2}"));
                             break;
@@ -137,13 +130,4 @@ pub fn run_worker(
     }
     shared.finished.fetch_add(1, Ordering::Release);
     report
-}
-
-fn reconnect(
-    workload: &PreparedWorkload,
-    opts: &mysql::Opts,
-) -> Result<(mysql::Conn, Box<dyn Script>), mysql::Error> {
-    let mut conn = mysql::Conn::new(opts.clone())?;
-    let script = workload.script(&mut conn)?;
-    Ok((conn, script))
 }

@@ -1,8 +1,9 @@
 //! `dbtax compare A B`: one experiment on two servers, machines or versions, side by side
 //! (study 000 put MySQL beside Drizzle on the same workload).
 
-use super::html::{STYLE, esc};
-use super::svg::{Axes, Series, bar_chart, line_chart};
+use super::html::STYLE;
+use super::interval::Interval;
+use super::svg::{Axes, Series, bar_chart, esc, line_chart};
 use crate::results::{Cell, Results};
 use std::fmt::Write;
 
@@ -42,7 +43,10 @@ fn label(r: &Results) -> String {
 }
 
 fn ov(c: &Cell) -> String {
-    super::table::overhead_text(c).replace(" within noise", " (noise)")
+    match &c.overhead {
+        None => "baseline".into(),
+        Some(o) => Interval::overhead(o).noise_label(" (noise)").to_string(),
+    }
 }
 
 /// The terminal comparison.

@@ -2,18 +2,12 @@
 //! words, the tables, the charts, the environment and the warnings.
 
 use super::charts;
+use super::interval::Interval;
+use super::svg::esc;
 use super::table::overhead_text;
 use super::words::headlines;
 use crate::results::Results;
 use std::fmt::Write;
-
-/// HTML-escape text.
-pub fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
 
 /// The page's CSS (shared with the compare page).
 pub const STYLE: &str = "body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
@@ -79,7 +73,7 @@ pub fn render(r: &Results) -> String {
             let delta = c
                 .server_cpu_delta_us
                 .as_ref()
-                .map(|d| format!("{:+.1} [{:+.1}, {:+.1}]", d.value, d.ci95[0], d.ci95[1]))
+                .map(|d| Interval::estimate(d).to_string())
                 .unwrap_or_else(|| "–".into());
             let _ = writeln!(
                 s,

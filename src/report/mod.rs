@@ -5,6 +5,7 @@ pub mod charts;
 pub mod compare;
 pub mod csv;
 pub mod html;
+pub mod interval;
 pub mod svg;
 pub mod table;
 pub mod words;

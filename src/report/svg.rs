@@ -2,7 +2,6 @@
 //! a browser renders the text with its own sans-serif. Two shapes cover every chart: lines
 //! over thread counts (with optional 95% CI bars and a zero line) and grouped bars.
 
-use super::html::esc;
 use std::fmt::Write;
 
 /// Okabe-Ito: distinguishable with every common colour-vision deficiency.
@@ -28,6 +27,14 @@ pub struct Series {
     pub ci: Vec<Option<(f64, f64)>>,
     /// Palette index.
     pub color: usize,
+}
+
+/// HTML/XML-escape text (SVG labels, and the pages around them).
+pub fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
 }
 
 /// Axis description.

@@ -1,5 +1,6 @@
 //! The terminal table: one section per thread count.
 
+use super::interval::Interval;
 use crate::results::{Cell, Results};
 
 fn fmt_opt(v: Option<f64>, digits: usize) -> String {
@@ -11,17 +12,7 @@ fn fmt_opt(v: Option<f64>, digits: usize) -> String {
 pub fn overhead_text(c: &Cell) -> String {
     match &c.overhead {
         None => "baseline".into(),
-        Some(o) => {
-            let ci = format!(
-                "{:+.1}% [{:+.1}, {:+.1}]",
-                o.pct, o.ci95_pct[0], o.ci95_pct[1]
-            );
-            if o.significant {
-                ci
-            } else {
-                format!("{ci} within noise")
-            }
-        }
+        Some(o) => Interval::overhead(o).to_string(),
     }
 }
 
@@ -83,14 +74,11 @@ pub fn render(r: &Results) -> String {
             for e in &c.effects {
                 if let Some(o) = &e.overhead {
                     s += &format!(
-                        "  {:<width$}   {} alone (vs {}): {:+.1}% [{:+.1}, {:+.1}]{}\n",
+                        "  {:<width$}   {} alone (vs {}): {}\n",
                         "",
                         e.factor,
                         e.against,
-                        o.pct,
-                        o.ci95_pct[0],
-                        o.ci95_pct[1],
-                        if o.significant { "" } else { " within noise" }
+                        Interval::overhead(o)
                     );
                 }
             }

@@ -1,6 +1,7 @@
 //! The answer in words: one sentence per variant, for the top of the report and the end of
 //! the terminal table.
 
+use super::interval::Interval;
 use crate::results::{Cell, Results};
 
 /// How a variant reads in a sentence.
@@ -20,7 +21,7 @@ pub fn phrase(variant: &str, feature: Option<&str>) -> String {
 fn ci(c: &Cell) -> String {
     c.overhead
         .as_ref()
-        .map(|o| format!("{:.1}% [{:.1}, {:.1}]", o.pct, o.ci95_pct[0], o.ci95_pct[1]))
+        .map(|o| Interval::overhead(o).unsigned().plain().to_string())
         .unwrap_or_default()
 }
 

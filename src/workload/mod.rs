@@ -1,18 +1,13 @@
-//! What each client does in a loop. A workload prepares its tables once, then builds one
-//! `Script` per connection (its prepared statements); the worker calls `Script::event` in a
-//! loop. OLTP workloads follow sysbench's oltp_*.lua scripts statement for statement.
-
-pub mod oltp;
-pub mod query;
+//! What each client does in a loop, described without a server: the kind, the sbtest tables,
+//! the statements. Each engine prepares the tables and runs the statements its own way
+//! (`server::mysql::oltp` follows sysbench's oltp_*.lua scripts statement for statement).
 
 use crate::error::usage;
-use crate::rng::Rng;
-use crate::target::Target;
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
 /// The kinds of workload (`--workload`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum WorkloadKind {
     /// One or more SQL statements in a loop (like mysqlslap -q).
@@ -39,21 +34,26 @@ impl WorkloadKind {
         }
     }
 
+    /// Every kind, in the order `--help` lists them.
+    pub const ALL: [WorkloadKind; 5] = [
+        WorkloadKind::Query,
+        WorkloadKind::PointSelect,
+        WorkloadKind::ReadOnly,
+        WorkloadKind::ReadWrite,
+        WorkloadKind::Insert,
+    ];
+
     /// Parse a name from a file or flag.
     pub fn parse(s: &str) -> Result<WorkloadKind> {
-        let all = [
-            WorkloadKind::Query,
-            WorkloadKind::PointSelect,
-            WorkloadKind::ReadOnly,
-            WorkloadKind::ReadWrite,
-            WorkloadKind::Insert,
-        ];
-        all.into_iter().find(|k| k.name() == s).ok_or_else(|| {
-            usage(format!(
-                "unknown workload '{s}': choose one of query, point-select, read-only, \
+        Self::ALL
+            .into_iter()
+            .find(|k| k.name() == s)
+            .ok_or_else(|| {
+                usage(format!(
+                    "unknown workload '{s}': choose one of query, point-select, read-only, \
                  read-write, insert"
-            ))
-        })
+                ))
+            })
     }
 }
 
@@ -86,12 +86,6 @@ impl Default for Workload {
     }
 }
 
-/// One connection's statements; `event` runs one query or transaction.
-pub trait Script: Send {
-    /// Run one event; returns the number of statements executed.
-    fn event(&mut self, conn: &mut mysql::Conn, rng: &mut Rng) -> Result<u32, mysql::Error>;
-}
-
 /// A workload whose tables are ready, able to make scripts for connections.
 #[derive(Debug, Clone)]
 pub struct PreparedWorkload {
@@ -121,36 +115,9 @@ impl Workload {
         Ok(())
     }
 
-    /// Create the tables when absent (or reuse sysbench's), run setup SQL.
-    pub fn prepare(&self, target: &Target, quiet: bool) -> Result<PreparedWorkload> {
-        self.validate()?;
-        target.ensure_schema()?;
-        let max_ids = match self.kind {
-            WorkloadKind::Query => {
-                query::run_setup(target, &self.setup)?;
-                vec![]
-            }
-            _ => oltp::prepare_tables(target, self.tables, self.table_size, quiet)?,
-        };
-        Ok(PreparedWorkload {
-            workload: self.clone(),
-            max_ids,
-        })
-    }
-
     /// The JSON object results record.
     pub fn to_json(&self) -> serde_json::Value {
         serde_json::to_value(self).unwrap_or_default()
-    }
-}
-
-impl PreparedWorkload {
-    /// Prepare this workload's statements on a connection.
-    pub fn script(&self, conn: &mut mysql::Conn) -> Result<Box<dyn Script>, mysql::Error> {
-        match self.workload.kind {
-            WorkloadKind::Query => Ok(Box::new(query::QueryScript::new(&self.workload.queries))),
-            kind => Ok(Box::new(oltp::OltpScript::new(conn, kind, &self.max_ids)?)),
-        }
     }
 }
 

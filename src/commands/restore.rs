@@ -1,46 +1,15 @@
-//! `dbtax features` and `dbtax restore`.
+//! `dbtax restore`: put back what an interrupted run changed (after a kill -9 or a crash).
 
-use super::catalog::{self, NAMES};
-use super::journal::{self, Journal};
-use super::toggle::{self, Support};
-use crate::cli::{FeaturesArgs, RestoreArgs};
-use crate::config::target_from;
+use crate::cli::RestoreArgs;
+use crate::config::server_config;
 use crate::error::usage;
-use crate::target::{Target, TargetSpec};
+use crate::feature::journal::{self, Journal};
+use crate::feature::toggle;
+use crate::server::{Server, TargetSpec};
 use anyhow::Result;
 
-/// List the catalog, with each feature's support on the target.
-pub fn features(args: FeaturesArgs) -> Result<()> {
-    if args.offline {
-        for n in NAMES {
-            let f = catalog::lookup(n, catalog::Flavor::Mariadb)?;
-            println!("{:<12} {}", f.name, f.description);
-        }
-        return Ok(());
-    }
-    let (spec, managed) = target_from(&args.target, None)?;
-    let target = Target::open(&spec, &managed, args.target.schema.as_deref())?;
-    let mut conn = target.admin()?;
-    println!(
-        "Features on {} ({}):",
-        target.label(),
-        target.server_version
-    );
-    let flavor = toggle::flavor(&target);
-    for n in NAMES {
-        let f = catalog::lookup(n, flavor)?;
-        let (mark, note) = match toggle::support(&mut conn, &target, &f, target.is_managed())? {
-            Support::Yes(note) if note.is_empty() => ("yes", String::new()),
-            Support::Yes(note) => ("yes", format!(" ({note})")),
-            Support::No(why) => ("no", format!(" ({why})")),
-        };
-        println!("  {:<12} {:<4} {}{}", f.name, mark, f.description, note);
-    }
-    Ok(())
-}
-
 /// Put back what an interrupted run changed.
-pub fn restore(args: RestoreArgs) -> Result<()> {
+pub fn run(args: RestoreArgs) -> Result<()> {
     let pending = journal::pending();
     if args.list {
         if pending.is_empty() {
@@ -62,8 +31,8 @@ pub fn restore(args: RestoreArgs) -> Result<()> {
         }
         return Ok(());
     }
-    let (spec, managed) = target_from(&args.target, None)?;
-    if matches!(spec, TargetSpec::Managed(_)) {
+    let config = server_config(&args.target, None)?;
+    if matches!(config.spec, TargetSpec::Managed(_)) {
         let hint = match pending.first() {
             Some((_, j)) => format!(
                 " Pending: `dbtax restore --target '{}'` (with its password).",
@@ -76,7 +45,7 @@ pub fn restore(args: RestoreArgs) -> Result<()> {
              --target of your own server.{hint}"
         )));
     }
-    let target = Target::open(&spec, &managed, args.target.schema.as_deref())?;
+    let target = Server::open(&config)?;
     let path = journal::path_for(&target.journal_key());
     let Some(j) = Journal::load(&path)? else {
         println!(
@@ -91,8 +60,8 @@ pub fn restore(args: RestoreArgs) -> Result<()> {
             j.pid
         )));
     }
-    let mut conn = target.admin()?;
-    let done = toggle::restore_journal(&mut conn, &j)?;
+    let mut admin = target.admin()?;
+    let done = toggle::restore_journal(admin.as_mut(), &j)?;
     std::fs::remove_file(&path)?;
     println!("Restored {} on {}:", j.started_at, target.label());
     for s in done {

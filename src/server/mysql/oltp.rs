@@ -2,11 +2,11 @@
 //! oltp_read_write and oltp_insert (sysbench 1.0 defaults: 10 point selects, one of each range
 //! query over 100 ids, one index and one non-index update, a delete and an insert).
 
-use super::{Script, WorkloadKind};
+use super::clean_error;
+use super::client::Script;
 use crate::error::usage;
 use crate::rng::Rng;
-use crate::target::Target;
-use crate::target::mysql::clean_error;
+use crate::workload::WorkloadKind;
 use anyhow::{Context, Result};
 use mysql::prelude::Queryable;
 use mysql::{Conn, Statement};
@@ -18,15 +18,21 @@ const INSERT_BATCH: u64 = 1000;
 /// Create sbtest1..N with `size` rows each when absent; reuse existing tables (sysbench's) as
 /// they are. Returns each table's largest id. Tables are filled in parallel, secondary index
 /// built after the load, as sysbench does.
-pub fn prepare_tables(target: &Target, tables: u32, size: u64, quiet: bool) -> Result<Vec<u64>> {
-    let mut conn = target.connect()?;
+pub fn prepare_tables(
+    connect: &(dyn Fn() -> Result<Conn> + Sync),
+    schema: &str,
+    tables: u32,
+    size: u64,
+    quiet: bool,
+) -> Result<Vec<u64>> {
+    let mut conn = connect()?;
     let mut max_ids = vec![0u64; tables as usize];
     let mut missing = vec![];
     for t in 1..=tables {
         let exists: Option<u32> = conn
             .exec_first(
                 "SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?",
-                (&target.schema, format!("sbtest{t}")),
+                (schema, format!("sbtest{t}")),
             )
             .context("looking for sbtest tables")?;
         if exists.is_some() {
@@ -42,13 +48,13 @@ pub fn prepare_tables(target: &Target, tables: u32, size: u64, quiet: bool) -> R
             eprintln!(
                 "Preparing {} sbtest table(s) of {size} rows in schema '{}'...",
                 missing.len(),
-                target.schema
+                schema
             );
         }
         let results: Vec<Result<()>> = std::thread::scope(|s| {
             let handles: Vec<_> = missing
                 .iter()
-                .map(|&t| s.spawn(move || create_table(target, t, size)))
+                .map(|&t| s.spawn(move || create_table(connect, t, size)))
                 .collect();
             handles
                 .into_iter()
@@ -68,15 +74,15 @@ pub fn prepare_tables(target: &Target, tables: u32, size: u64, quiet: bool) -> R
     if let Some(t) = max_ids.iter().position(|&m| m == 0) {
         return Err(usage(format!(
             "table {}.sbtest{} exists but is empty: drop it or run `sysbench ... prepare` again",
-            target.schema,
+            schema,
             t + 1
         )));
     }
     Ok(max_ids)
 }
 
-fn create_table(target: &Target, t: u32, size: u64) -> Result<()> {
-    let mut conn = target.connect()?;
+fn create_table(connect: &(dyn Fn() -> Result<Conn> + Sync), t: u32, size: u64) -> Result<()> {
+    let mut conn = connect()?;
     conn.query_drop(format!(
         "CREATE TABLE sbtest{t} (id INTEGER NOT NULL AUTO_INCREMENT, k INTEGER DEFAULT '0' NOT NULL, \
          c CHAR(120) DEFAULT '' NOT NULL, pad CHAR(60) DEFAULT '' NOT NULL, PRIMARY KEY (id)) \

@@ -1,50 +1,7 @@
-//! The feature catalog, MySQL family. A feature is a list of global settings to turn it on,
-//! a list to turn it off, what it needs (a plugin, the binary log), and the variables that
-//! name the log files it writes (for log bytes per query and the disk guard).
+//! The MySQL family's features: MariaDB and MySQL/Percona share all but the audit plugin.
 
-use crate::error::usage;
-use anyhow::Result;
-
-/// A plugin a feature loads when the server does not have it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Plugin {
-    /// Name in information_schema.PLUGINS (upper case).
-    pub name: &'static str,
-    /// What `INSTALL SONAME` takes.
-    pub soname: &'static str,
-}
-
-/// A feature dbtax knows how to switch.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Feature {
-    /// Catalog name (`--feature NAME`).
-    pub name: &'static str,
-    /// One line for `dbtax features`.
-    pub description: &'static str,
-    /// Global settings that switch it on, applied in this order.
-    pub on: &'static [(&'static str, &'static str)],
-    /// Global settings that switch it off (the baseline state).
-    pub off: &'static [(&'static str, &'static str)],
-    /// A plugin to install first (and uninstall at the end) when absent.
-    pub plugin: Option<Plugin>,
-    /// Variables naming the files the feature writes.
-    pub log_file_vars: &'static [&'static str],
-    /// The server must already have this variable ON (e.g. log_bin for binlog-sync).
-    pub requires_on: Option<&'static str>,
-    /// Managed targets: server options that provide `requires_on` at start-up.
-    pub managed_server_opts: &'static [&'static str],
-    /// Restart-only features: the server options that switch it on (off: without them).
-    pub restart_opts: &'static [&'static str],
-}
-
-/// Which server family a target is, for the features that differ.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Flavor {
-    /// MariaDB.
-    Mariadb,
-    /// Oracle MySQL or Percona Server.
-    Mysql,
-}
+use crate::server::Family;
+use crate::server::catalog::{Feature, Plugin};
 
 const GENERAL_LOG: Feature = Feature {
     name: "general-log",
@@ -176,29 +133,19 @@ pub const NAMES: [&str; 7] = [
     "performance-schema",
 ];
 
-/// Look a feature up for a server flavor (the audit plugin differs between families).
-pub fn lookup(name: &str, flavor: Flavor) -> Result<Feature> {
-    Ok(match (name, flavor) {
+/// The entry for a name (the audit plugin differs between MariaDB and MySQL/Percona).
+pub fn lookup(name: &str, family: Family) -> Option<Feature> {
+    Some(match (name, family) {
         ("general-log", _) => GENERAL_LOG,
         ("slow-log", _) => SLOW_LOG,
-        ("audit", Flavor::Mariadb) => AUDIT_MARIADB,
-        ("audit", Flavor::Mysql) => AUDIT_PERCONA,
+        ("audit", Family::Mariadb) => AUDIT_MARIADB,
+        ("audit", Family::Mysql) => AUDIT_PERCONA,
         ("binlog-sync", _) => BINLOG_SYNC,
         ("redo-flush", _) => REDO_FLUSH,
         ("binlog", _) => BINLOG,
         ("performance-schema", _) => PERFORMANCE_SCHEMA,
-        _ => {
-            return Err(usage(format!(
-                "unknown feature '{name}': the catalog has {} (see `dbtax features`)",
-                NAMES.join(", ")
-            )));
-        }
+        _ => return None,
     })
-}
-
-/// Check a name without knowing the server yet.
-pub fn validate_name(name: &str) -> Result<()> {
-    lookup(name, Flavor::Mariadb).map(|_| ())
 }
 
 #[cfg(test)]
@@ -206,9 +153,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_catalog_name_resolves_on_both_flavors() {
+    fn every_catalog_name_resolves_on_both_families() {
         for n in NAMES {
-            for f in [Flavor::Mariadb, Flavor::Mysql] {
+            for f in [Family::Mariadb, Family::Mysql] {
                 let feat = lookup(n, f).unwrap();
                 assert_eq!(feat.name, n);
                 let switched = !feat.on.is_empty() && !feat.off.is_empty();
@@ -222,7 +169,7 @@ mod tests {
 
     #[test]
     fn unknown_feature_names_the_catalog() {
-        let e = lookup("turbo", Flavor::Mariadb).unwrap_err();
+        let e = crate::server::catalog::lookup("turbo", Family::Mariadb).unwrap_err();
         assert_eq!(crate::error::exit_code(&e), 2);
         assert!(e.to_string().contains("general-log"));
     }

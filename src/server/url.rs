@@ -173,6 +173,11 @@ pub fn redact_raw(s: &str) -> String {
     }
 }
 
+/// argv with passwords redacted, for results and reports.
+pub fn redacted_argv() -> Vec<String> {
+    std::env::args().map(|a| redact_raw(&a)).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

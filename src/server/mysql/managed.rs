@@ -5,22 +5,12 @@
 //! If dbtax itself is killed, PR_SET_PDEATHSIG stops the server too.
 
 use crate::error::usage;
+use crate::server::ManagedConfig;
 use anyhow::{Context, Result, bail};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-
-/// How to start the managed server.
-#[derive(Debug, Clone, Default)]
-pub struct ManagedConfig {
-    /// `--server-bin`: the server binary; found on PATH or in /usr/sbin when absent.
-    pub server_bin: Option<PathBuf>,
-    /// `--server-opt name=value`, passed as `--name=value` after dbtax's own options.
-    pub server_opts: Vec<String>,
-    /// Listen on 127.0.0.1 at this port too (the socket is always there).
-    pub port: Option<u16>,
-}
 
 /// A running throwaway server.
 #[derive(Debug)]

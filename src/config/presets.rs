@@ -2,8 +2,8 @@
 //! intervals instead of one run per side. `--quick` fits each in about two minutes on a
 //! 2-core machine; `--full` uses the study's whole thread range.
 
-use super::spec::{Experiment, StopRule, VariantSpec, product, variants_for_features};
 use crate::error::usage;
+use crate::experiment::spec::{Experiment, StopRule, VariantSpec, product, variants_for_features};
 use crate::workload::{Workload, WorkloadKind};
 use anyhow::Result;
 use std::time::Duration;
@@ -65,7 +65,7 @@ fn base(name: &str, workload: Workload, threads: Vec<u32>, repeats: u32) -> Expe
         stop: StopRule::Repeats(repeats),
         variants: vec![],
         max_log_bytes: None,
-        seed: crate::rng::Rng::from_time(0).next_u64() % 1_000_000,
+        seed: super::run::new_seed(),
         queries_per_trial: None,
         managed_server_opts: vec![],
     }
@@ -203,6 +203,29 @@ pub fn build(name: &str, size: Size) -> Result<Experiment> {
     };
     exp.validate()?;
     Ok(exp)
+}
+
+/// The demo: general log, slow log and audit plugin against off, point selects.
+pub fn demo(quick: bool) -> Experiment {
+    let features = ["general-log", "slow-log", "audit"].map(String::from);
+    let threads = if quick {
+        vec![1, 16]
+    } else {
+        vec![1, 4, 16, 64]
+    };
+    let mut e = base(
+        "demo",
+        Workload {
+            kind: WorkloadKind::PointSelect,
+            tables: 4,
+            table_size: 100_000,
+            ..Default::default()
+        },
+        threads,
+        if quick { 5 } else { 6 },
+    );
+    e.variants = variants_for_features(&features);
+    e
 }
 
 #[cfg(test)]

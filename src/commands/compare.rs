@@ -1,0 +1,18 @@
+//! `dbtax compare A B`: two results.json side by side.
+
+use crate::cli::CompareArgs;
+use crate::report;
+use anyhow::{Context, Result};
+
+/// Two results side by side.
+pub fn run(args: CompareArgs) -> Result<()> {
+    let a = report::load(&args.a)?;
+    let b = report::load(&args.b)?;
+    print!("{}", report::compare::render_text(&a, &b));
+    if let Some(p) = &args.html {
+        std::fs::write(p, report::compare::render_html(&a, &b))
+            .with_context(|| format!("writing {}", p.display()))?;
+        eprintln!("Wrote {}", p.display());
+    }
+    Ok(())
+}

@@ -1,0 +1,39 @@
+//! `dbtax features`: the catalog, and whether the target supports each feature.
+
+use crate::cli::FeaturesArgs;
+use crate::config::server_config;
+use crate::server::{Family, Server, Support, SupportContext, catalog};
+use anyhow::Result;
+
+/// List the catalog, with each feature's support on the target.
+pub fn run(args: FeaturesArgs) -> Result<()> {
+    if args.offline {
+        for n in catalog::names(Family::Mariadb) {
+            let f = catalog::lookup(n, Family::Mariadb)?;
+            println!("{:<12} {}", f.name, f.description);
+        }
+        return Ok(());
+    }
+    let server = Server::open(&server_config(&args.target, None)?)?;
+    let mut admin = server.admin()?;
+    println!(
+        "Features on {} ({}):",
+        server.label(),
+        server.server_version
+    );
+    let ctx = SupportContext {
+        can_restart: server.is_managed(),
+        managed: server.is_managed(),
+        local: server.local_datadir.is_some(),
+    };
+    for n in catalog::names(server.family()) {
+        let f = catalog::lookup(n, server.family())?;
+        let (mark, note) = match admin.support(&f, ctx)? {
+            Support::Yes(note) if note.is_empty() => ("yes", String::new()),
+            Support::Yes(note) => ("yes", format!(" ({note})")),
+            Support::No(why) => ("no", format!(" ({why})")),
+        };
+        println!("  {:<12} {:<4} {}{}", f.name, mark, f.description, note);
+    }
+    Ok(())
+}

@@ -1,0 +1,79 @@
+//! `dbtax run`: an experiment from a file, a preset or flags; `--dry-run` prints its plan;
+//! `--compare-target` runs it on a second server too and compares.
+
+use super::progress::RunDisplay;
+use crate::cli::RunArgs;
+use crate::config::run::{experiment, run_options};
+use crate::config::server_config;
+use crate::experiment::execute::{Executed, RunOptions, dry_run, execute};
+use crate::experiment::spec::Experiment;
+use crate::server::{ServerConfig, TargetSpec};
+use anyhow::Result;
+
+/// Run `dbtax run`.
+pub fn run(args: RunArgs) -> Result<()> {
+    let exp = experiment(&args)?;
+    let opts = run_options(&args);
+    let config = server_config(&args.target, exp.target.as_deref())?;
+    if opts.dry_run {
+        print!("{}", dry_run(&exp, &config, &opts)?);
+        return Ok(());
+    }
+    let Some(t2) = &args.compare_target else {
+        return run_and_print(&exp, &config, &opts).map(|_| ());
+    };
+    // Check the second target before the first run starts.
+    let config2 = ServerConfig {
+        spec: TargetSpec::parse(t2)?,
+        ..config.clone()
+    };
+    let first = run_and_print(&exp, &config, &opts)?;
+    let opts2 = RunOptions {
+        out: Some(first.dir.join("compare-target")),
+        ..opts.clone()
+    };
+    let second = run_and_print(&exp, &config2, &opts2)?;
+    println!(
+        "\n{}",
+        crate::report::compare::render_text(&first.results, &second.results)
+    );
+    let page = first.dir.join("compare.html");
+    std::fs::write(
+        &page,
+        crate::report::compare::render_html(&first.results, &second.results),
+    )?;
+    println!("Comparison: {}", page.display());
+    Ok(())
+}
+
+/// Execute with the live display, print the table (or results.json with --json), and
+/// return what was run; the run's own error (after printing what it measured) comes last.
+pub fn run_and_print(
+    exp: &Experiment,
+    config: &ServerConfig,
+    opts: &RunOptions,
+) -> Result<Executed> {
+    let mut display = RunDisplay::new(opts.json);
+    let executed = execute(exp, config, opts, &mut display);
+    display.finish();
+    let mut executed = executed?;
+    let r = &executed.results;
+    if opts.json {
+        println!("{}", serde_json::to_string_pretty(r)?);
+    } else {
+        print!("{}", crate::report::table::render(r));
+        let beside = if executed.reports_written {
+            " (report.html, results.csv, charts/ beside it)"
+        } else {
+            " (no block completed: no report was written)"
+        };
+        println!(
+            "Results: {}{beside}",
+            executed.dir.join("results.json").display()
+        );
+    }
+    match executed.error.take() {
+        Some(e) => Err(e),
+        None => Ok(executed),
+    }
+}

@@ -1,0 +1,300 @@
+//! The experiment file format (TOML): what a user writes, parsed into an `Experiment`. Unknown
+//! fields are errors that name the field, so a typo never silently falls back to a default.
+
+use super::run::stop_rule;
+use crate::error::usage;
+use crate::experiment::spec::{Experiment, VariantSpec, product};
+use crate::units::{parse_bytes, parse_duration};
+use crate::workload::WorkloadKind;
+use anyhow::Result;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ExperimentFile {
+    name: Option<String>,
+    target: Option<String>,
+    workload: Option<WorkloadFile>,
+    threads: Option<Vec<u32>>,
+    trial: Option<String>,
+    warmup: Option<String>,
+    repeats: Option<u32>,
+    precision: Option<f64>,
+    budget: Option<String>,
+    max_log_bytes: Option<String>,
+    seed: Option<u64>,
+    queries_per_trial: Option<u64>,
+    #[serde(default)]
+    server_opts: Vec<String>,
+    #[serde(default)]
+    variant: Vec<VariantFile>,
+    #[serde(default)]
+    factor: Vec<FactorFile>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FactorFile {
+    name: String,
+    level: Vec<VariantFile>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WorkloadFile {
+    kind: String,
+    tables: Option<u32>,
+    table_size: Option<u64>,
+    query: Option<StringOrList>,
+    setup: Option<StringOrList>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum StringOrList {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl StringOrList {
+    fn statements(self) -> Vec<String> {
+        match self {
+            StringOrList::One(s) => crate::workload::split_sql(&s),
+            StringOrList::Many(v) => v
+                .iter()
+                .flat_map(|s| crate::workload::split_sql(s))
+                .collect(),
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct VariantFile {
+    name: String,
+    feature: Option<String>,
+    #[serde(default)]
+    set: BTreeMap<String, toml::Value>,
+    #[serde(default)]
+    server_opts: Vec<String>,
+}
+
+impl VariantFile {
+    fn into_spec(self) -> Result<VariantSpec> {
+        let set = self
+            .set
+            .iter()
+            .map(|(k, val)| Ok((k.clone(), toml_scalar(k, val)?)))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(VariantSpec {
+            name: self.name,
+            features: self.feature.into_iter().collect(),
+            set,
+            server_opts: self.server_opts,
+            ..Default::default()
+        })
+    }
+}
+
+fn toml_scalar(name: &str, v: &toml::Value) -> Result<String> {
+    match v {
+        toml::Value::String(s) => Ok(s.clone()),
+        toml::Value::Integer(i) => Ok(i.to_string()),
+        toml::Value::Float(f) => Ok(f.to_string()),
+        toml::Value::Boolean(b) => Ok(if *b { "ON" } else { "OFF" }.into()),
+        _ => Err(usage(format!(
+            "variable '{name}': give a string, number or boolean"
+        ))),
+    }
+}
+
+/// Parse a TOML experiment file.
+pub fn from_file(path: &Path) -> Result<Experiment> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        usage(format!(
+            "cannot read experiment file {}: {e}",
+            path.display()
+        ))
+    })?;
+    let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned());
+    from_toml(&text, stem.as_deref().unwrap_or("experiment"))
+        .map_err(|e| usage(format!("{}: {e:#}", path.display())))
+}
+
+/// Parse TOML text; `default_name` when the file has no `name`.
+pub fn from_toml(text: &str, default_name: &str) -> Result<Experiment> {
+    let f: ExperimentFile = toml::from_str(text).map_err(|e| {
+        usage(format!(
+            "not a valid experiment file: {}",
+            e.to_string().trim()
+        ))
+    })?;
+    let mut exp = Experiment::defaults();
+    exp.name = f.name.unwrap_or_else(|| default_name.to_string());
+    exp.target = f.target;
+    if let Some(w) = f.workload {
+        exp.workload.kind = WorkloadKind::parse(&w.kind)?;
+        if let Some(t) = w.tables {
+            exp.workload.tables = t;
+        }
+        if let Some(s) = w.table_size {
+            exp.workload.table_size = s;
+        }
+        if let Some(q) = w.query {
+            exp.workload.queries = q.statements();
+        }
+        if let Some(s) = w.setup {
+            exp.workload.setup = s.statements();
+        }
+    }
+    if let Some(t) = f.threads {
+        exp.threads = t;
+    }
+    if let Some(t) = f.trial {
+        exp.trial = parse_duration("trial", &t)?;
+    }
+    if let Some(w) = f.warmup {
+        exp.warmup = parse_duration("warmup", &w)?;
+    }
+    let budget = match f.budget {
+        Some(b) => Some(parse_duration("budget", &b)?),
+        None => None,
+    };
+    exp.stop = stop_rule(f.repeats, f.precision, budget, &exp.stop)?;
+    if let Some(m) = f.max_log_bytes {
+        exp.max_log_bytes = Some(parse_bytes("max_log_bytes", &m)?);
+    }
+    if let Some(s) = f.seed {
+        exp.seed = s;
+    }
+    exp.queries_per_trial = f.queries_per_trial;
+    exp.managed_server_opts = f.server_opts;
+    if !f.variant.is_empty() && !f.factor.is_empty() {
+        return Err(usage("use [[variant]] or [[factor]] sections, not both"));
+    }
+    for v in f.variant {
+        exp.variants.push(v.into_spec()?);
+    }
+    if !f.factor.is_empty() {
+        let mut factors = vec![];
+        for fac in f.factor {
+            if fac.level.len() < 2 {
+                return Err(usage(format!(
+                    "factor '{}' needs at least two levels",
+                    fac.name
+                )));
+            }
+            let levels = fac
+                .level
+                .into_iter()
+                .map(VariantFile::into_spec)
+                .collect::<Result<Vec<_>>>()?;
+            factors.push((fac.name, levels));
+        }
+        exp.variants = product(&factors);
+    }
+    Ok(exp)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiment::spec::StopRule;
+    use std::time::Duration;
+
+    const EXAMPLE: &str = r#"
+name = "general-log-vs-off"
+target = "managed:mariadb"
+workload = { kind = "point-select", tables = 4, table_size = 100000 }
+threads = [1, 4, 16, 64]
+trial = "3s"
+warmup = "1s"
+repeats = 10
+[[variant]]
+name = "off"
+[[variant]]
+name = "general-log"
+feature = "general-log"
+[[variant]]
+name = "flush-2"
+set = { innodb_flush_log_at_trx_commit = "2" }
+"#;
+
+    #[test]
+    fn the_design_example_parses() {
+        let e = from_toml(EXAMPLE, "x").unwrap();
+        e.validate().unwrap();
+        assert_eq!(e.name, "general-log-vs-off");
+        assert_eq!(e.threads, vec![1, 4, 16, 64]);
+        assert_eq!(e.trial, Duration::from_secs(3));
+        assert_eq!(e.stop, StopRule::Repeats(10));
+        assert_eq!(e.variants.len(), 3);
+        assert_eq!(
+            e.variants[2].set,
+            vec![("innodb_flush_log_at_trx_commit".into(), "2".into())]
+        );
+    }
+
+    #[test]
+    fn bad_files_are_usage_errors_that_say_where() {
+        let e = from_toml("threads = [1, 2", "x").unwrap_err();
+        assert_eq!(crate::error::exit_code(&e), 2);
+        let e = from_toml("thread = [1]", "x").unwrap_err();
+        assert!(format!("{e:#}").contains("thread"), "{e:#}");
+        let mut e = from_toml(EXAMPLE, "x").unwrap();
+        e.variants[1].features = vec!["turbo".into()];
+        assert!(e.validate().is_err());
+        let mut e = from_toml(EXAMPLE, "x").unwrap();
+        e.threads = vec![0];
+        assert!(e.validate().is_err());
+        let e = from_toml("repeats = 1", "x").unwrap_err();
+        assert_eq!(crate::error::exit_code(&e), 2);
+    }
+
+    #[test]
+    fn factors_make_the_product_with_effects_within_each_level() {
+        let text = r#"
+[[factor]]
+name = "audit"
+level = [ { name = "no-audit" }, { name = "audit", feature = "audit" } ]
+[[factor]]
+name = "durability"
+level = [
+  { name = "d0", set = { sync_binlog = 0 } },
+  { name = "d1", set = { sync_binlog = 1 } },
+  { name = "d2", set = { sync_binlog = 100 } },
+]
+"#;
+        let e = from_toml(text, "x").unwrap();
+        e.validate().unwrap();
+        let names: Vec<&str> = e.variants.iter().map(|v| v.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "no-audit/d0",
+                "no-audit/d1",
+                "no-audit/d2",
+                "audit/d0",
+                "audit/d1",
+                "audit/d2"
+            ]
+        );
+        let audit_d1 = &e.variants[4];
+        assert_eq!(audit_d1.features, vec!["audit".to_string()]);
+        assert_eq!(
+            audit_d1.baseline, 1,
+            "audit's overhead within durability d1"
+        );
+        assert_eq!(
+            audit_d1.effects,
+            vec![("audit".to_string(), 1), ("durability".to_string(), 3)]
+        );
+        assert_eq!(
+            e.variants[2].baseline, 0,
+            "durability alone: against the all-first baseline"
+        );
+        assert_eq!(e.variants[0].baseline, 0);
+    }
+}

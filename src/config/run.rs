@@ -1,0 +1,124 @@
+//! `dbtax run`'s flags over its experiment (a file, a preset, or defaults) → one validated
+//! `Experiment`, plus the options of the run itself.
+
+use super::presets::{self, Size};
+use super::workload_from;
+use crate::cli::RunArgs;
+use crate::error::usage;
+use crate::experiment::execute::RunOptions;
+use crate::experiment::spec::{Experiment, StopRule, VariantSpec, variants_for_features};
+use anyhow::Result;
+use std::time::Duration;
+
+/// The run options of `dbtax run`.
+pub fn run_options(args: &RunArgs) -> RunOptions {
+    RunOptions {
+        out: args.out.clone(),
+        dry_run: args.dry_run,
+        json: args.json,
+        restart_cmd: args.restart_cmd.clone(),
+    }
+}
+
+/// The experiment of `dbtax run`: the file or preset (if any), then flags over it, validated.
+pub fn experiment(args: &RunArgs) -> Result<Experiment> {
+    let mut exp = match (&args.file, &args.preset) {
+        (Some(p), _) => super::file::from_file(p)?,
+        (None, Some(name)) => {
+            let size = match (args.quick, args.full) {
+                (true, _) => Size::Quick,
+                (_, true) => Size::Full,
+                _ => Size::Normal,
+            };
+            presets::build(name, size)?
+        }
+        (None, None) => Experiment::defaults(),
+    };
+    exp.workload = workload_from(&args.workload, exp.workload.clone())?;
+    if let Some(t) = &args.threads {
+        exp.threads = t.clone();
+    }
+    if let Some(t) = args.trial {
+        exp.trial = t;
+    }
+    if let Some(w) = args.warmup {
+        exp.warmup = w;
+    }
+    if args.repeats.is_some() || args.precision.is_some() || args.budget.is_some() {
+        exp.stop = stop_rule(args.repeats, args.precision, args.budget, &exp.stop)?;
+    }
+    if let Some(m) = args.max_log_bytes {
+        exp.max_log_bytes = Some(m);
+    }
+    if !args.features.is_empty() {
+        exp.variants = variants_for_features(&args.features);
+    }
+    if exp.name.is_empty() {
+        exp.name = default_name(&exp.variants);
+    }
+    if let Some(s) = args.seed {
+        exp.seed = s;
+    } else if exp.seed == 0 {
+        exp.seed = new_seed();
+    }
+    exp.validate()?;
+    Ok(exp)
+}
+
+/// A seed for the trial order, from the clock (recorded, so a run can be replayed).
+pub fn new_seed() -> u64 {
+    crate::rng::Rng::from_time(0).next_u64() % 1_000_000
+}
+
+/// The stop rule from `repeats` / `precision` / `budget`, over the current one.
+pub fn stop_rule(
+    repeats: Option<u32>,
+    precision: Option<f64>,
+    budget: Option<Duration>,
+    current: &StopRule,
+) -> Result<StopRule> {
+    match (repeats, precision) {
+        (None, None) if budget.is_none() => Ok(current.clone()),
+        (Some(_), Some(_)) => Err(usage("give repeats or precision, not both")),
+        (Some(n), None) => {
+            if n < 2 {
+                return Err(usage(
+                    "--repeats must be at least 2: one block gives no interval",
+                ));
+            }
+            if budget.is_some() {
+                return Err(usage("--budget goes with --precision"));
+            }
+            Ok(StopRule::Repeats(n))
+        }
+        (None, p) => {
+            let prior_budget = match current {
+                StopRule::Precision { budget, .. } => Some(*budget),
+                _ => None,
+            };
+            let points = match (p, current) {
+                (Some(p), _) => p,
+                (None, StopRule::Precision { points, .. }) => *points,
+                (None, StopRule::Repeats(_)) => {
+                    return Err(usage("--budget goes with --precision"));
+                }
+            };
+            if !(points.is_finite() && points > 0.0) {
+                return Err(usage(
+                    "--precision must be a positive number of percentage points",
+                ));
+            }
+            let budget = budget.or(prior_budget).unwrap_or(Duration::from_secs(600));
+            Ok(StopRule::Precision { points, budget })
+        }
+    }
+}
+
+fn default_name(variants: &[VariantSpec]) -> String {
+    let names: Vec<&str> = variants.iter().skip(1).map(|v| v.name.as_str()).collect();
+    if names.is_empty() {
+        "experiment".into()
+    } else {
+        format!("{}-vs-{}", names.join("-"), variants[0].name)
+    }
+}

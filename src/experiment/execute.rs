@@ -1,0 +1,270 @@
+//! One experiment on one server, start to end: open the server, resolve the Plan (and stop
+//! there for a dry run), prepare the tables, journal, run, restore, and write results.json
+//! after every block and the reports at the end. Presentation is the caller's: it passes the
+//! live display in as an `Observer` and prints what `execute` returns.
+
+use super::live::LiveBench;
+use super::plan::Plan;
+use super::preflight::{log_files, preflight};
+use super::runner::{self, BlockDone, Observer};
+use super::spec::Experiment;
+use crate::feature::toggle::Switcher;
+use crate::load::{TrialPlan, TrialProgress};
+use crate::results::{Results, SCHEMA, ToolInfo, VariantInfo};
+use crate::server::{Server, ServerConfig, catalog};
+use anyhow::{Context, Result};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// How to carry out a run (not what it measures).
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    /// Results folder (default: ./dbtax-results/<time>-<name>/).
+    pub out: Option<PathBuf>,
+    /// Print the plan, change nothing.
+    pub dry_run: bool,
+    /// results.json on stdout, nothing else there.
+    pub json: bool,
+    /// A command that restarts the user's server with $DBTAX_SERVER_OPTS.
+    pub restart_cmd: Option<String>,
+}
+
+/// What a run left behind.
+#[derive(Debug)]
+pub struct Executed {
+    /// The results, complete or not.
+    pub results: Results,
+    /// The folder results.json (and the reports) went to.
+    pub dir: PathBuf,
+    /// Whether report.html, results.csv and charts/ were written (not for a run with no
+    /// completed block).
+    pub reports_written: bool,
+    /// Why the run stopped early (an error or an interrupt), after settings were restored
+    /// and partial results written.
+    pub error: Option<anyhow::Error>,
+}
+
+/// Open the server and resolve the experiment against it. Changes nothing on the server (a
+/// managed one is started, with the options the features need).
+pub fn open(exp: &Experiment, config: &ServerConfig, opts: &RunOptions) -> Result<(Server, Plan)> {
+    let mut config = config.clone();
+    let features = exp.variants.iter().flat_map(|v| &v.features);
+    config
+        .managed
+        .server_opts
+        .extend(exp.managed_server_opts.iter().cloned());
+    config
+        .managed
+        .server_opts
+        .extend(catalog::managed_start_opts(features.map(String::as_str)));
+    let server = Server::open(&config)?;
+    let plan = preflight(exp, &server, opts.restart_cmd.as_deref())?;
+    Ok((server, plan))
+}
+
+/// The dry run: the plan and its statements as text. Changes nothing.
+pub fn dry_run(exp: &Experiment, config: &ServerConfig, opts: &RunOptions) -> Result<String> {
+    let (server, plan) = open(exp, config, opts)?;
+    super::dry_run::render(exp, &server.label(), &server.server_version, &plan)
+}
+
+/// Run an experiment on the server. Err: nothing ran (bad input, unreachable server...);
+/// Ok: results exist, with `error` set when the run stopped early.
+pub fn execute(
+    exp: &Experiment,
+    config: &ServerConfig,
+    opts: &RunOptions,
+    display: &mut dyn Observer,
+) -> Result<Executed> {
+    let (mut server, mut plan) = open(exp, config, opts)?;
+    display.status(&format!(
+        "dbtax run '{}' on {} ({}): {} variants × threads {:?}",
+        exp.name,
+        server.label(),
+        server.server_version,
+        exp.variants.len(),
+        exp.threads
+    ));
+    for n in &plan.notes {
+        display.status(&format!("  note: {n}"));
+    }
+    // A bad --out is bad input: fail on it before anything on the server changes.
+    let dir = out_dir(opts.out.as_deref(), &exp.name)?;
+    let prepared = server.prepare(&exp.workload, opts.json)?;
+    let started_at = crate::host::now_rfc3339();
+    let switcher = Switcher::begin(&server, &plan.plugins, &plan.touched, &started_at)?;
+    let originals = switcher.originals();
+    if plan.log_files.len() < plan.log_file_vars.len() {
+        plan.log_files = log_files(server.admin()?.as_mut(), &server, &plan.log_file_vars)?;
+    }
+    let mut results = header(exp, &server, &plan, &originals, started_at);
+    let trial = TrialPlan {
+        threads: 1,
+        duration: exp.trial,
+        warmup: exp.warmup,
+        queries: exp.queries_per_trial,
+    };
+    let mut bench = LiveBench::new(
+        &mut server,
+        &prepared,
+        &plan,
+        switcher,
+        trial,
+        exp.max_log_bytes,
+    );
+    let mut recorder = Recorder {
+        results: &mut results,
+        dir: &dir,
+        display,
+    };
+    recorder.write()?;
+    let outcome = runner::run(exp, &mut bench, &mut recorder);
+    let restored = bench.finish();
+    let error = match outcome {
+        Ok(o) => {
+            results.cells = o.cells;
+            results
+                .warnings
+                .extend(o.warnings.iter().map(|w| w.to_string()));
+            results.complete = true;
+            None
+        }
+        Err(e) => Some(e),
+    };
+    results.warnings.extend(
+        super::warnings::client_cpu(&results.cells, results.host.cores).map(|w| w.to_string()),
+    );
+    write_results(&dir, &results)?;
+    let reports_written = !results.cells.iter().all(|c| c.trials.is_empty());
+    if reports_written {
+        crate::report::write_all(&dir, &results)?;
+    }
+    restored.context("restoring the server's settings")?;
+    Ok(Executed {
+        results,
+        dir,
+        reports_written,
+        error,
+    })
+}
+
+/// results.json before the first trial: what is measured, on what, with which settings.
+fn header(
+    exp: &Experiment,
+    server: &Server,
+    plan: &Plan,
+    originals: &BTreeMap<String, String>,
+    started_at: String,
+) -> Results {
+    let mut target = server.info();
+    target.variables = plan
+        .relevant
+        .clone()
+        .into_iter()
+        .chain(originals.clone())
+        .collect();
+    Results {
+        schema: SCHEMA.into(),
+        name: exp.name.clone(),
+        tool: ToolInfo {
+            version: env!("CARGO_PKG_VERSION").into(),
+        },
+        command: crate::server::url::redacted_argv(),
+        started_at,
+        complete: false,
+        target,
+        host: crate::host::host_info(),
+        workload: exp.workload.to_json(),
+        trial_s: exp.trial.as_secs_f64(),
+        warmup_s: exp.warmup.as_secs_f64(),
+        queries_per_trial: exp.queries_per_trial,
+        variants: variant_infos(plan, originals),
+        cells: vec![],
+        warnings: vec![],
+    }
+}
+
+fn variant_infos(plan: &Plan, originals: &BTreeMap<String, String>) -> Vec<VariantInfo> {
+    plan.variants
+        .iter()
+        .map(|v| VariantInfo {
+            name: v.name.clone(),
+            feature: v.features.first().cloned(),
+            baseline: plan.variants[v.baseline].name.clone(),
+            server_opts: v.server_opts.clone(),
+            settings: v
+                .state
+                .iter()
+                .map(|(k, val)| {
+                    (
+                        k.clone(),
+                        val.clone()
+                            .or_else(|| originals.get(k).cloned())
+                            .unwrap_or_default(),
+                    )
+                })
+                .collect(),
+        })
+        .collect()
+}
+
+fn out_dir(explicit: Option<&Path>, name: &str) -> Result<PathBuf> {
+    let dir = match explicit {
+        Some(d) => d.to_path_buf(),
+        None => {
+            let stamp: String = crate::host::now_rfc3339()
+                .chars()
+                .filter(|c| c.is_ascii_digit())
+                .take(14)
+                .collect();
+            PathBuf::from("dbtax-results").join(format!("{}-{}-{name}", &stamp[..8], &stamp[8..]))
+        }
+    };
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| crate::error::usage(format!("cannot create --out {}: {e}", dir.display())))?;
+    Ok(dir)
+}
+
+/// Write results.json atomically (a reader never sees half a file).
+pub fn write_results(dir: &Path, results: &Results) -> Result<()> {
+    let path = dir.join("results.json");
+    let tmp = dir.join("results.json.tmp");
+    std::fs::write(&tmp, serde_json::to_string_pretty(results)?)
+        .with_context(|| format!("writing {}", tmp.display()))?;
+    std::fs::rename(&tmp, &path)?;
+    Ok(())
+}
+
+/// Keeps results.json current after every block, and passes every event on to the display.
+struct Recorder<'a> {
+    results: &'a mut Results,
+    dir: &'a Path,
+    display: &'a mut dyn Observer,
+}
+
+impl Recorder<'_> {
+    fn write(&self) -> Result<()> {
+        write_results(self.dir, self.results)
+    }
+}
+
+impl Observer for Recorder<'_> {
+    fn trial_starting(&mut self, index: usize, planned: usize, variant: &str, threads: u32) {
+        self.display
+            .trial_starting(index, planned, variant, threads);
+    }
+
+    fn trial_progress(&mut self, progress: &TrialProgress) {
+        self.display.trial_progress(progress);
+    }
+
+    fn status(&mut self, message: &str) {
+        self.display.status(message);
+    }
+
+    fn block_done(&mut self, block: &BlockDone<'_>) -> Result<()> {
+        self.results.cells = block.cells.to_vec();
+        self.write()?;
+        self.display.block_done(block)
+    }
+}

@@ -1,0 +1,325 @@
+//! Experiment + server → Plan, changing nothing. Every check that can be made without
+//! changing the server is made here, so that bad input fails with exit 2 before the first
+//! change: unknown or unsupported features, missing privileges, unknown variables, a
+//! restart-only setting with no way to restart, a pending journal, a workload statement the
+//! server refuses.
+
+use super::plan::{Plan, PlannedVariant, Restarter, Statements};
+use super::spec::Experiment;
+use crate::error::usage;
+use crate::feature::toggle::{self, State};
+use crate::server::catalog::{self, Feature};
+use crate::server::{Admin, Family, Server, Support, SupportContext};
+use anyhow::Result;
+use std::collections::BTreeMap;
+
+/// Resolve `exp` for `server`. `restart_cmd`: the user's way to restart their server.
+pub fn preflight(exp: &Experiment, server: &Server, restart_cmd: Option<&str>) -> Result<Plan> {
+    let features = features(exp, server.family())?;
+    let feature = |name: &str| find(&features, name);
+    let (touched, states) = states(exp, &features);
+    let variants: Vec<PlannedVariant> = exp
+        .variants
+        .iter()
+        .zip(states)
+        .map(|(v, state)| {
+            let mut server_opts = v.server_opts.clone();
+            for name in &v.features {
+                server_opts.extend(feature(name).restart_opts.iter().map(|o| o.to_string()));
+            }
+            PlannedVariant {
+                name: v.name.clone(),
+                features: v.features.clone(),
+                state,
+                server_opts,
+                baseline: v.baseline,
+                effects: v.effects.clone(),
+            }
+        })
+        .collect();
+    let restarter = restarter(&variants, server, restart_cmd)?;
+    let ctx = SupportContext {
+        can_restart: restarter != Restarter::None || server.is_managed(),
+        managed: server.is_managed(),
+        local: server.local_datadir.is_some(),
+    };
+    let mut admin = server.admin()?;
+    let mut notes = vec![];
+    for f in &features {
+        match admin.support(f, ctx)? {
+            Support::Yes(note) if !note.is_empty() => notes.push(format!("{}: {note}", f.name)),
+            Support::Yes(_) => {}
+            Support::No(why) => {
+                return Err(usage(format!(
+                    "feature '{}' cannot run on {}: {why}. Nothing was changed",
+                    f.name,
+                    server.label()
+                )));
+            }
+        }
+    }
+    check_plain_settings(admin.as_mut(), exp, server)?;
+    toggle::ensure_no_pending_journal(server)?;
+    server.check_statements(&exp.workload)?;
+    let names: Vec<&str> = touched.iter().map(String::as_str).collect();
+    let current = admin.global_vars(&names)?;
+    let log_file_vars: Vec<&'static str> = features
+        .iter()
+        .flat_map(|f| f.log_file_vars.iter().copied())
+        .collect();
+    let log_files = log_files(admin.as_mut(), server, &log_file_vars)?;
+    let plugins: Vec<_> = features.iter().filter_map(|f| f.plugin).collect();
+    let statements = statements(admin.as_ref(), &variants, &touched, &current, &plugins);
+    Ok(Plan {
+        variants,
+        statements,
+        relevant: relevant_variables(admin.as_mut(), &touched)?,
+        touched,
+        current,
+        plugins,
+        log_file_vars,
+        log_files,
+        restarter,
+        notes,
+    })
+}
+
+/// Local paths of the files the variables name (those the server knows now: a plugin's
+/// variables exist once it is loaded).
+pub fn log_files(
+    admin: &mut dyn Admin,
+    server: &Server,
+    vars: &[&str],
+) -> Result<Vec<std::path::PathBuf>> {
+    let found = admin.global_vars(vars)?;
+    Ok(vars
+        .iter()
+        .filter_map(|v| found.get(*v))
+        .filter_map(|p| server.local_file(p))
+        .collect())
+}
+
+/// The features used, looked up once for the server's family, in variant order, no repeats.
+fn features(exp: &Experiment, family: Family) -> Result<Vec<Feature>> {
+    let mut out: Vec<Feature> = vec![];
+    for name in exp.variants.iter().flat_map(|v| &v.features) {
+        let f = catalog::lookup(name, family)?;
+        if !out.iter().any(|o| o.name == f.name) {
+            out.push(f);
+        }
+    }
+    Ok(out)
+}
+
+fn find<'a>(features: &'a [Feature], name: &str) -> &'a Feature {
+    features
+        .iter()
+        .find(|f| f.name == name)
+        .expect("every feature of the experiment was looked up")
+}
+
+/// Every variable any variant touches (first-seen order), and each variant's full state:
+/// its own settings, else the "off" settings of every feature in the experiment, else the
+/// server's original value (None).
+fn states(exp: &Experiment, features: &[Feature]) -> (Vec<String>, Vec<State>) {
+    let mut touched: Vec<String> = vec![];
+    let mut add = |k: &str| {
+        if !touched.iter().any(|t| t == k) {
+            touched.push(k.to_string());
+        }
+    };
+    let own: Vec<Vec<(String, String)>> = exp
+        .variants
+        .iter()
+        .map(|v| {
+            let mut s: Vec<(String, String)> = v
+                .features
+                .iter()
+                .flat_map(|name| find(features, name).on.iter())
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+            s.extend(v.set.iter().cloned());
+            s
+        })
+        .collect();
+    for f in features {
+        for (k, _) in f.off.iter().chain(f.on) {
+            add(k);
+        }
+    }
+    for s in &own {
+        for (k, _) in s {
+            add(k);
+        }
+    }
+    let off: BTreeMap<&str, &str> = features
+        .iter()
+        .flat_map(|f| f.off.iter().copied())
+        .collect();
+    let states = own
+        .iter()
+        .map(|s| {
+            touched
+                .iter()
+                .map(|k| {
+                    let mine = s.iter().rev().find(|(n, _)| n == k).map(|(_, v)| v.clone());
+                    (
+                        k.clone(),
+                        mine.or_else(|| off.get(k.as_str()).map(|v| v.to_string())),
+                    )
+                })
+                .collect()
+        })
+        .collect();
+    (touched, states)
+}
+
+/// The exact statements of the plan, from the current values: what the dry run shows.
+fn statements(
+    admin: &dyn Admin,
+    variants: &[PlannedVariant],
+    touched: &[String],
+    current: &BTreeMap<String, String>,
+    plugins: &[crate::server::catalog::Plugin],
+) -> Statements {
+    let now = |k: &str| current.get(k).cloned();
+    let differs = |k: &str, v: &str| now(k).is_none_or(|c| !toggle::same_value(&c, v));
+    let per_variant = variants
+        .iter()
+        .map(|v| {
+            v.state
+                .iter()
+                .filter_map(|(k, val)| {
+                    let value = val.clone().or_else(|| now(k))?;
+                    differs(k, &value).then(|| admin.set_sql(k, &value))
+                })
+                .collect()
+        })
+        .collect();
+    let mut restore: Vec<String> = touched
+        .iter()
+        .rev()
+        .filter(|k| {
+            variants.iter().any(|v| {
+                v.state
+                    .iter()
+                    .any(|(n, val)| n == *k && val.as_ref().is_some_and(|val| differs(k, val)))
+            })
+        })
+        .map(|k| {
+            admin.set_sql(
+                k,
+                &now(k).unwrap_or_else(|| "<its value after the plugin loads>".into()),
+            )
+        })
+        .collect();
+    restore.extend(plugins.iter().map(|p| admin.uninstall_sql(p.soname)));
+    Statements {
+        install: plugins.iter().map(|p| admin.install_sql(p)).collect(),
+        per_variant,
+        restore,
+    }
+}
+
+/// How restart-only settings will be switched; a usage error when they cannot be.
+fn restarter(
+    variants: &[PlannedVariant],
+    server: &Server,
+    restart_cmd: Option<&str>,
+) -> Result<Restarter> {
+    let Some(v) = variants.iter().find(|v| !v.server_opts.is_empty()) else {
+        return Ok(Restarter::None);
+    };
+    match restart_cmd {
+        _ if server.is_managed() => Ok(Restarter::Managed),
+        Some(cmd) => Ok(Restarter::Command(cmd.to_string())),
+        None => Err(usage(format!(
+            "variant '{}' needs a server restart (server options {:?}), which dbtax does only \
+             on a managed target; give --restart-cmd 'CMD' (a command that restarts {} with \
+             the options in $DBTAX_SERVER_OPTS), or use --target managed:mariadb. Nothing was \
+             changed",
+            v.name,
+            v.server_opts,
+            server.label()
+        ))),
+    }
+}
+
+/// Variables set by `set` (not by a catalog feature) must exist and be settable.
+fn check_plain_settings(admin: &mut dyn Admin, exp: &Experiment, server: &Server) -> Result<()> {
+    let names: Vec<&str> = exp
+        .variants
+        .iter()
+        .flat_map(|v| v.set.iter().map(|(k, _)| k.as_str()))
+        .collect();
+    let found = admin.global_vars(&names)?;
+    for n in names {
+        let Some(v) = found.get(n) else {
+            return Err(usage(format!(
+                "the server {} has no global variable '{n}'",
+                server.label()
+            )));
+        };
+        if let Err(why) = admin.probe_set_privilege(n, v) {
+            return Err(usage(format!(
+                "{why} (on {}). Nothing was changed",
+                server.label()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Server variables worth recording beside the results.
+fn relevant_variables(
+    admin: &mut dyn Admin,
+    touched: &[String],
+) -> Result<BTreeMap<String, String>> {
+    let mut names = vec![
+        "version",
+        "version_comment",
+        "innodb_buffer_pool_size",
+        "innodb_flush_log_at_trx_commit",
+        "innodb_flush_method",
+        "sync_binlog",
+        "log_bin",
+        "log_output",
+        "max_connections",
+        "thread_handling",
+    ];
+    names.retain(|n| !touched.iter().any(|t| t == n));
+    admin.global_vars(&names)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn states_switch_features_off_in_the_baseline() {
+        let mut e = Experiment::defaults();
+        e.variants = crate::experiment::spec::variants_for_features(&["general-log".into()]);
+        e.variants.push(crate::experiment::spec::VariantSpec {
+            name: "flush-2".into(),
+            set: vec![("innodb_flush_log_at_trx_commit".into(), "2".into())],
+            ..Default::default()
+        });
+        let fs = features(&e, Family::Mariadb).unwrap();
+        let (touched, states) = states(&e, &fs);
+        assert!(touched.contains(&"general_log".to_string()));
+        let get = |s: &State, k: &str| s.iter().find(|(n, _)| n == k).unwrap().1.clone();
+        assert_eq!(get(&states[0], "general_log").as_deref(), Some("OFF"));
+        assert_eq!(get(&states[1], "general_log").as_deref(), Some("ON"));
+        assert_eq!(get(&states[0], "innodb_flush_log_at_trx_commit"), None);
+        assert_eq!(
+            get(&states[2], "innodb_flush_log_at_trx_commit").as_deref(),
+            Some("2")
+        );
+        assert_eq!(get(&states[2], "general_log").as_deref(), Some("OFF"));
+        assert_eq!(
+            get(&states[0], "log_output"),
+            None,
+            "log_output stays as found in the baseline"
+        );
+    }
+}

@@ -1,0 +1,111 @@
+//! One value with its 95% interval, printed one way everywhere (after latte's `Quantity`): the
+//! table, the words, the HTML, compare and the progress lines all format intervals through it.
+
+use crate::results::{Estimate, Overhead};
+use std::fmt;
+
+/// A point estimate and its 95% interval, with how to print them.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Interval {
+    /// Point estimate.
+    pub value: f64,
+    /// Lower bound.
+    pub lo: f64,
+    /// Upper bound.
+    pub hi: f64,
+    unit: &'static str,
+    signed: bool,
+    /// Printed after the interval when it spans 0 (None: the interval excludes 0, or the
+    /// caller words the noise itself).
+    noise: Option<&'static str>,
+}
+
+impl Interval {
+    /// A throughput overhead: "+12.3% [+4.1, +20.0]", then " within noise" when it spans 0.
+    pub fn overhead(o: &Overhead) -> Interval {
+        Interval {
+            value: o.pct,
+            lo: o.ci95_pct[0],
+            hi: o.ci95_pct[1],
+            unit: "%",
+            signed: true,
+            noise: (!o.significant).then_some(" within noise"),
+        }
+    }
+
+    /// A difference in some unit (µs of server CPU per query): "+1.2 [+0.5, +2.0]".
+    pub fn estimate(e: &Estimate) -> Interval {
+        Interval {
+            value: e.value,
+            lo: e.ci95[0],
+            hi: e.ci95[1],
+            unit: "",
+            signed: true,
+            noise: None,
+        }
+    }
+
+    /// Without "+" signs, for sentences: "12.3% [4.1, 20.0]".
+    pub fn unsigned(mut self) -> Interval {
+        self.signed = false;
+        self
+    }
+
+    /// Without the noise label (the sentence around it says so).
+    pub fn plain(mut self) -> Interval {
+        self.noise = None;
+        self
+    }
+
+    /// Another label for "within noise" (compare's narrow columns say "(noise)").
+    pub fn noise_label(mut self, label: &'static str) -> Interval {
+        if self.noise.is_some() {
+            self.noise = Some(label);
+        }
+        self
+    }
+}
+
+impl fmt::Display for Interval {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (v, lo, hi, u) = (self.value, self.lo, self.hi, self.unit);
+        if self.signed {
+            write!(f, "{v:+.1}{u} [{lo:+.1}, {hi:+.1}]")?;
+        } else {
+            write!(f, "{v:.1}{u} [{lo:.1}, {hi:.1}]")?;
+        }
+        f.write_str(self.noise.unwrap_or(""))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn intervals_print_one_way() {
+        let o = Overhead {
+            pct: 12.34,
+            ci95_pct: [-1.0, 25.0],
+            significant: false,
+            blocks: 5,
+        };
+        assert_eq!(
+            Interval::overhead(&o).to_string(),
+            "+12.3% [-1.0, +25.0] within noise"
+        );
+        assert_eq!(
+            Interval::overhead(&o).unsigned().plain().to_string(),
+            "12.3% [-1.0, 25.0]"
+        );
+        assert_eq!(
+            Interval::overhead(&o).noise_label(" (noise)").to_string(),
+            "+12.3% [-1.0, +25.0] (noise)"
+        );
+        let e = Estimate {
+            value: 1.25,
+            ci95: [0.5, 2.0],
+        };
+        assert_eq!(Interval::estimate(&e).to_string(), "+1.2 [+0.5, +2.0]");
+    }
+}

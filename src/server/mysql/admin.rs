@@ -1,0 +1,212 @@
+//! The MySQL family's admin connection: SET GLOBAL, information_schema, SHOW GLOBAL STATUS,
+//! INSTALL SONAME, and the support checks that read the server without changing it.
+
+use super::{clean_error, global_status, global_vars, grants_text, set_global_sql};
+use crate::server::catalog::{Feature, Plugin};
+use crate::server::{Admin, Support, SupportContext};
+use anyhow::Result;
+use mysql::prelude::Queryable;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// An admin connection to a MySQL-family server.
+pub struct MysqlAdmin {
+    conn: mysql::Conn,
+}
+
+impl MysqlAdmin {
+    /// Wrap a connection with no default database.
+    pub fn new(conn: mysql::Conn) -> Self {
+        MysqlAdmin { conn }
+    }
+
+    fn run(&mut self, sql: String) -> Result<String> {
+        self.conn
+            .query_drop(&sql)
+            .map_err(|e| anyhow::anyhow!("{sql}: {}", clean_error(&e)))?;
+        Ok(sql)
+    }
+
+    /// Can the plugin be installed (its library is in the plugin dir)?
+    fn plugin_installable(&mut self, p: &Plugin, local: bool) -> bool {
+        let in_all: Option<String> = self
+            .conn
+            .exec_first(
+                "SELECT PLUGIN_NAME FROM information_schema.ALL_PLUGINS WHERE PLUGIN_NAME = ?",
+                (p.name,),
+            )
+            .ok()
+            .flatten();
+        if in_all.is_some() {
+            return true;
+        }
+        // MySQL has no ALL_PLUGINS: look for the library when the server is local.
+        let dir: Option<String> = self.conn.query_first("SELECT @@plugin_dir").ok().flatten();
+        local && dir.is_some_and(|d| PathBuf::from(d).join(format!("{}.so", p.soname)).exists())
+    }
+}
+
+/// May this login install plugins (INSERT on mysql.plugin)?
+fn may_install_plugins(grants: &str) -> bool {
+    grants.lines().any(|g| {
+        (g.contains(" ON *.* ")
+            || g.contains(" ON `MYSQL`.* ")
+            || g.contains(" ON `MYSQL`.`PLUGIN` "))
+            && (g.contains("ALL PRIVILEGES") || g.contains("INSERT"))
+    })
+}
+
+impl Admin for MysqlAdmin {
+    fn global_vars(&mut self, names: &[&str]) -> Result<BTreeMap<String, String>> {
+        global_vars(&mut self.conn, names)
+    }
+
+    fn set_sql(&self, name: &str, value: &str) -> String {
+        set_global_sql(name, value)
+    }
+
+    fn set_global(&mut self, name: &str, value: &str) -> Result<String> {
+        self.run(set_global_sql(name, value))
+    }
+
+    fn restore_global(&mut self, name: &str, value: &str) -> Result<Option<String>> {
+        let sql = set_global_sql(name, value);
+        match self.conn.query_drop(&sql) {
+            Ok(()) => Ok(Some(sql)),
+            // 1193: unknown system variable (its plugin is already gone).
+            Err(mysql::Error::MySqlError(e)) if e.code == 1193 => Ok(None),
+            Err(e) => Err(anyhow::anyhow!("{sql}: {}", clean_error(&e))),
+        }
+    }
+
+    /// `SET GLOBAL v = <the value it has>`: refused without SUPER / SYSTEM_VARIABLES_ADMIN,
+    /// a no-op with it.
+    fn probe_set_privilege(&mut self, name: &str, current: &str) -> Result<(), String> {
+        self.conn
+            .query_drop(set_global_sql(name, current))
+            .map_err(|e| format!("this user may not change {name}: {}", clean_error(&e)))
+    }
+
+    fn status_counters(&mut self) -> Result<BTreeMap<String, f64>> {
+        global_status(&mut self.conn)
+    }
+
+    fn support(&mut self, f: &Feature, ctx: SupportContext) -> Result<Support> {
+        let mut notes = vec![];
+        if !f.restart_opts.is_empty() {
+            let opts = f.restart_opts.join(" --");
+            if !ctx.can_restart {
+                return Ok(Support::No(format!(
+                    "switching it takes a server restart (--{opts}), which dbtax does only on a \
+                     managed target, or with --restart-cmd"
+                )));
+            }
+            notes.push(format!("restarts the server with --{opts} for its trials"));
+        }
+        if let Some(p) = &f.plugin
+            && !self.plugin_active(p)?
+        {
+            if !self.plugin_installable(p, ctx.local) {
+                return Ok(Support::No(format!(
+                    "the {} plugin ({}.so) is not available on this server",
+                    p.name.to_lowercase(),
+                    p.soname
+                )));
+            }
+            if !may_install_plugins(&grants_text(&mut self.conn)?) {
+                return Ok(Support::No(format!(
+                    "installing the {} plugin needs INSERT on mysql.plugin, which this user lacks",
+                    p.soname
+                )));
+            }
+            notes.push(format!(
+                "installs the {} plugin, removes it after",
+                p.soname
+            ));
+        }
+        if let Some(v) = f.requires_on {
+            let vals = self.global_vars(&[v])?;
+            let on = vals
+                .get(v)
+                .is_some_and(|x| x.eq_ignore_ascii_case("ON") || x == "1");
+            if !on {
+                if ctx.managed {
+                    notes.push(format!(
+                        "starts the managed server with {}",
+                        f.managed_server_opts.join(" ")
+                    ));
+                } else {
+                    return Ok(Support::No(format!(
+                        "needs {v}=ON, which takes a server restart: enable it in the server's \
+                         configuration, or use a managed target"
+                    )));
+                }
+            }
+        }
+        let names: Vec<&str> = f.on.iter().chain(f.off).map(|(k, _)| *k).collect();
+        let plugin_loaded = match &f.plugin {
+            Some(p) => self.plugin_active(p)?,
+            None => true,
+        };
+        let present = self.global_vars(&names)?;
+        for n in &names {
+            match present.get(*n) {
+                Some(v) => {
+                    if let Err(why) = self.probe_set_privilege(n, v) {
+                        return Ok(Support::No(format!(
+                            "{why} (needs SUPER or SYSTEM_VARIABLES_ADMIN)"
+                        )));
+                    }
+                }
+                None if !plugin_loaded => {}
+                None => return Ok(Support::No(format!("the server has no variable {n}"))),
+            }
+        }
+        Ok(Support::Yes(notes.join("; ")))
+    }
+
+    fn plugin_active(&mut self, p: &Plugin) -> Result<bool> {
+        let status: Option<String> = self.conn.exec_first(
+            "SELECT PLUGIN_STATUS FROM information_schema.PLUGINS WHERE PLUGIN_NAME = ?",
+            (p.name,),
+        )?;
+        Ok(status.is_some_and(|s| s.eq_ignore_ascii_case("ACTIVE")))
+    }
+
+    fn install_sql(&self, p: &Plugin) -> String {
+        format!("INSTALL SONAME '{}'", p.soname)
+    }
+
+    fn uninstall_sql(&self, soname: &str) -> String {
+        format!("UNINSTALL SONAME '{soname}'")
+    }
+
+    fn install_plugin(&mut self, p: &Plugin) -> Result<String> {
+        let sql = self.install_sql(p);
+        self.run(sql)
+    }
+
+    fn uninstall_plugin(&mut self, soname: &str) -> Result<Option<String>> {
+        let sql = self.uninstall_sql(soname);
+        match self.conn.query_drop(&sql) {
+            Ok(()) => Ok(Some(sql)),
+            // 1305: does not exist (never installed, or already removed).
+            Err(mysql::Error::MySqlError(e)) if e.code == 1305 => Ok(None),
+            Err(e) => Err(anyhow::anyhow!("{sql}: {}", clean_error(&e))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plugin_grants_are_recognised() {
+        assert!(may_install_plugins(
+            "GRANT ALL PRIVILEGES ON *.* TO `ROOT`@`LOCALHOST`"
+        ));
+        assert!(may_install_plugins("GRANT INSERT ON `MYSQL`.* TO `U`@`%`"));
+        assert!(!may_install_plugins("GRANT SELECT ON *.* TO `U`@`%`"));
+    }
+}

@@ -1,0 +1,326 @@
+//! The MySQL family (MariaDB, MySQL, Percona) behind the engine seam: `open` reaches or starts
+//! the server, `MysqlEngine` prepares tables and makes connections, `admin::MysqlAdmin` reads
+//! and changes settings. Below: small helpers over a driver connection.
+
+pub mod admin;
+pub mod catalog;
+pub mod client;
+pub mod managed;
+pub mod oltp;
+pub mod query;
+
+use super::{Admin, Connector, Engine, Family, ManagedConfig, TargetSpec};
+use crate::error::usage;
+use crate::workload::{PreparedWorkload, Workload, WorkloadKind};
+use managed::ManagedServer;
+use std::path::PathBuf;
+
+use ::mysql::prelude::Queryable;
+use anyhow::{Context, Result};
+use std::collections::BTreeMap;
+
+/// Reach the user's server (or start a managed one); returns the engine, the server's version
+/// and the URL's database. A refused login is a usage error.
+pub fn open(
+    spec: &TargetSpec,
+    config: &ManagedConfig,
+) -> Result<(Box<dyn Engine>, String, Option<String>)> {
+    let (managed, base_opts, db) = match spec {
+        TargetSpec::Managed(_) => {
+            let server = ManagedServer::start(config)?;
+            let opts = server.opts();
+            (Some(server), opts, None)
+        }
+        TargetSpec::Mysql(u) => (None, u.opts().db_name(None::<String>), u.db.clone()),
+    };
+    let mut conn = ::mysql::Conn::new(base_opts.clone()).map_err(|e| {
+        usage(format!(
+            "cannot connect to {}: {}. Check the URL, the user and password, and that the \
+             server is running and reachable",
+            spec.redacted(),
+            clean_error(&e)
+        ))
+    })?;
+    let version: String = conn.query_first("SELECT VERSION()")?.unwrap_or_default();
+    let family = if is_mariadb(&version) {
+        Family::Mariadb
+    } else {
+        Family::Mysql
+    };
+    let engine = MysqlEngine {
+        spec: spec.clone(),
+        managed,
+        base_opts,
+        family,
+    };
+    Ok((Box::new(engine), version, db))
+}
+
+/// A MySQL-family server: managed or reached by URL.
+pub struct MysqlEngine {
+    spec: TargetSpec,
+    managed: Option<ManagedServer>,
+    /// Connection options without a default database.
+    base_opts: ::mysql::OptsBuilder,
+    family: Family,
+}
+
+impl MysqlEngine {
+    fn conn(&self, schema: Option<&str>) -> Result<::mysql::Conn> {
+        let opts = self.base_opts.clone().db_name(schema.map(str::to_string));
+        Ok(::mysql::Conn::new(opts)?)
+    }
+
+    /// Create dbtax's schema when absent. The only DDL dbtax runs outside its tables.
+    fn ensure_schema(&self, schema: &str) -> Result<()> {
+        let mut conn = self.conn(None)?;
+        conn.query_drop(format!(
+            "CREATE DATABASE IF NOT EXISTS {}",
+            quote_ident(schema)
+        ))
+        .map_err(|e| {
+            usage(format!(
+                "cannot create or use schema '{schema}' on {}: {}",
+                self.spec.redacted(),
+                clean_error(&e)
+            ))
+        })
+    }
+}
+
+impl Engine for MysqlEngine {
+    fn family(&self) -> Family {
+        self.family
+    }
+
+    fn admin(&self) -> Result<Box<dyn Admin>> {
+        Ok(Box::new(admin::MysqlAdmin::new(self.conn(None)?)))
+    }
+
+    fn connector<'a>(
+        &'a self,
+        schema: &str,
+        workload: &'a PreparedWorkload,
+    ) -> Box<dyn Connector + 'a> {
+        Box::new(client::MysqlConnector {
+            opts: self
+                .base_opts
+                .clone()
+                .db_name(Some(schema.to_string()))
+                .into(),
+            workload,
+        })
+    }
+
+    fn prepare(&self, schema: &str, workload: &Workload, quiet: bool) -> Result<PreparedWorkload> {
+        self.ensure_schema(schema)?;
+        let conn = || self.conn(Some(schema));
+        let max_ids = match workload.kind {
+            WorkloadKind::Query => {
+                query::run_setup(&mut conn()?, &workload.setup)?;
+                vec![]
+            }
+            _ => oltp::prepare_tables(&conn, schema, workload.tables, workload.table_size, quiet)?,
+        };
+        Ok(PreparedWorkload {
+            workload: workload.clone(),
+            max_ids,
+        })
+    }
+
+    fn check_statements(
+        &self,
+        schema: &str,
+        workload: &Workload,
+        tables_ready: bool,
+    ) -> Result<()> {
+        if workload.kind != WorkloadKind::Query {
+            return Ok(());
+        }
+        // Before `prepare` the schema may not exist yet: check syntax without it.
+        let mut conn = if tables_ready {
+            self.conn(Some(schema))?
+        } else {
+            self.conn(None)?
+        };
+        query::check(&mut conn, &workload.queries, tables_ready)
+    }
+
+    fn locate(&self) -> (Option<u32>, Option<PathBuf>) {
+        match &self.managed {
+            Some(m) => (m.pid(), Some(m.datadir())),
+            None => match self.conn(None) {
+                Ok(mut conn) => find_local_server(&mut conn, &self.spec),
+                Err(_) => (None, None),
+            },
+        }
+    }
+
+    fn restart_managed(&mut self, extra_opts: &[String]) -> Result<()> {
+        match &mut self.managed {
+            Some(m) => m.restart(extra_opts),
+            None => Err(usage("only a managed target can be restarted by dbtax")),
+        }
+    }
+
+    fn is_managed(&self) -> bool {
+        self.managed.is_some()
+    }
+}
+
+/// For a user's server: is its process on this machine? Read @@pid_file and check that the
+/// pid is a mysqld/mariadbd we can see. Only trusted for sockets and loopback hosts.
+fn find_local_server(
+    conn: &mut ::mysql::Conn,
+    spec: &TargetSpec,
+) -> (Option<u32>, Option<PathBuf>) {
+    let TargetSpec::Mysql(u) = spec else {
+        return (None, None);
+    };
+    let loopback = u.socket.is_some()
+        || matches!(u.host.as_str(), "localhost" | "127.0.0.1" | "::1" | "[::1]");
+    if !loopback {
+        return (None, None);
+    }
+    let row: Option<(String, String)> = conn
+        .query_first("SELECT @@pid_file, @@datadir")
+        .ok()
+        .flatten();
+    let Some((pid_file, datadir)) = row else {
+        return (None, None);
+    };
+    let datadir = PathBuf::from(datadir);
+    let pid_path = if PathBuf::from(&pid_file).is_absolute() {
+        PathBuf::from(&pid_file)
+    } else {
+        datadir.join(&pid_file)
+    };
+    let pid = std::fs::read_to_string(pid_path)
+        .ok()
+        .and_then(|s| s.trim().parse::<u32>().ok())
+        .filter(|pid| {
+            let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+            comm.contains("mysqld") || comm.contains("mariadbd")
+        });
+    let local_dir = (pid.is_some() && datadir.is_dir()).then_some(datadir);
+    (pid, local_dir)
+}
+
+/// The server's message without the crate's prefixes, for one-paragraph errors.
+pub fn clean_error(e: &::mysql::Error) -> String {
+    match e {
+        ::mysql::Error::MySqlError(m) => format!("{} (error {})", m.message, m.code),
+        ::mysql::Error::IoError(io) => format!("{io}"),
+        other => other.to_string(),
+    }
+}
+
+/// Backtick-quote an identifier.
+pub fn quote_ident(s: &str) -> String {
+    format!("`{}`", s.replace('`', "``"))
+}
+
+/// Quote a value for `SET GLOBAL`: numbers and ON/OFF bare, everything else as a string.
+pub fn quote_value(v: &str) -> String {
+    let bare = v.parse::<f64>().is_ok()
+        || ["ON", "OFF", "DEFAULT"].contains(&v.to_ascii_uppercase().as_str());
+    if bare {
+        v.to_string()
+    } else {
+        format!("'{}'", v.replace('\\', "\\\\").replace('\'', "\\'"))
+    }
+}
+
+/// The statement that sets one global variable.
+pub fn set_global_sql(name: &str, value: &str) -> String {
+    format!("SET GLOBAL {name} = {}", quote_value(value))
+}
+
+/// `SELECT @@GLOBAL.name` for each name; names the server does not know are absent.
+pub fn global_vars(conn: &mut ::mysql::Conn, names: &[&str]) -> Result<BTreeMap<String, String>> {
+    let mut out = BTreeMap::new();
+    if names.is_empty() {
+        return Ok(out);
+    }
+    let list = names
+        .iter()
+        .map(|n| format!("'{}'", n.replace('\'', "")))
+        .collect::<Vec<_>>()
+        .join(",");
+    let rows: Vec<(String, Option<String>)> = conn
+        .query(format!(
+            "SELECT LOWER(VARIABLE_NAME), VARIABLE_VALUE FROM information_schema.GLOBAL_VARIABLES \
+             WHERE LOWER(VARIABLE_NAME) IN ({})",
+            list.to_lowercase()
+        ))
+        .context("reading global variables")?;
+    for (k, v) in rows {
+        out.insert(k, v.unwrap_or_default());
+    }
+    Ok(out)
+}
+
+/// `SHOW GLOBAL STATUS` as numbers, for the counters dbtax reports per query.
+pub fn global_status(conn: &mut ::mysql::Conn) -> Result<BTreeMap<String, f64>> {
+    let rows: Vec<(String, String)> = conn.query("SHOW GLOBAL STATUS")?;
+    Ok(rows
+        .into_iter()
+        .filter(|(k, _)| is_reported_counter(k))
+        .filter_map(|(k, v)| v.parse::<f64>().ok().map(|v| (k, v)))
+        .collect())
+}
+
+fn is_reported_counter(name: &str) -> bool {
+    matches!(
+        name,
+        "Com_select"
+            | "Com_insert"
+            | "Com_update"
+            | "Com_delete"
+            | "Com_begin"
+            | "Com_commit"
+            | "Com_stmt_execute"
+            | "Questions"
+            | "Innodb_data_fsyncs"
+            | "Innodb_os_log_fsyncs"
+            | "Innodb_os_log_written"
+            | "Innodb_data_written"
+            | "Binlog_bytes_written"
+            | "Binlog_commits"
+            | "Binlog_group_commits"
+            | "Slow_queries"
+    )
+}
+
+/// Whether the server is a MariaDB.
+pub fn is_mariadb(version: &str) -> bool {
+    version.to_ascii_lowercase().contains("mariadb")
+}
+
+/// The grants of the current user, as one upper-case text (for privilege checks).
+pub fn grants_text(conn: &mut ::mysql::Conn) -> Result<String> {
+    let rows: Vec<String> = conn.query("SHOW GRANTS")?;
+    Ok(rows.join("\n").to_ascii_uppercase())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_are_quoted_only_when_needed() {
+        assert_eq!(
+            set_global_sql("general_log", "ON"),
+            "SET GLOBAL general_log = ON"
+        );
+        assert_eq!(
+            set_global_sql("long_query_time", "0"),
+            "SET GLOBAL long_query_time = 0"
+        );
+        assert_eq!(
+            set_global_sql("log_output", "FILE"),
+            "SET GLOBAL log_output = 'FILE'"
+        );
+        assert_eq!(set_global_sql("x", "a'b"), "SET GLOBAL x = 'a\\'b'");
+    }
+}

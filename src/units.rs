@@ -1,0 +1,103 @@
+//! Durations and byte sizes as people write them ("500ms", "2m", "2G"), parsed once: by clap's
+//! value parsers for flags, and by the experiment file reader for TOML fields.
+
+use crate::error::usage;
+use anyhow::Result;
+use std::time::Duration;
+
+/// The largest size accepted (1 PiB): anything above is a typo, not a limit.
+pub const MAX_BYTES: u64 = 1 << 50;
+/// The longest duration accepted (one week).
+pub const MAX_DURATION: Duration = Duration::from_secs(7 * 24 * 3600);
+
+/// "500ms" → ("500", "ms"); a bare number has an empty unit.
+fn split_unit(s: &str) -> (&str, &str) {
+    let t = s.trim();
+    match t.find(|c: char| !(c.is_ascii_digit() || c == '.')) {
+        Some(i) => t.split_at(i),
+        None => (t, ""),
+    }
+}
+
+/// Parse "10s", "500ms", "2m", "1h", "1.5s" or a bare number of seconds. Err: what to write.
+pub fn duration(s: &str) -> Result<Duration, String> {
+    let (num, unit) = split_unit(s);
+    let factor = match unit.trim() {
+        "ms" => 0.001,
+        "" | "s" | "sec" | "secs" => 1.0,
+        "m" | "min" => 60.0,
+        "h" => 3600.0,
+        _ => f64::NAN,
+    };
+    let secs = num.parse::<f64>().unwrap_or(f64::NAN) * factor;
+    if !secs.is_finite() || secs < 0.0 {
+        return Err(format!(
+            "'{s}' is not a duration: write one such as 500ms, 10s, 2m or 1h"
+        ));
+    }
+    let d = Duration::from_secs_f64(secs);
+    if d > MAX_DURATION {
+        return Err(format!("'{s}' is longer than a week"));
+    }
+    Ok(d)
+}
+
+/// Parse a byte size: "500M", "2G", "1024", "10k" (binary units). Err: what to write.
+pub fn bytes(s: &str) -> Result<u64, String> {
+    let (num, unit) = split_unit(s);
+    let factor: f64 = match unit.trim().to_ascii_uppercase().trim_end_matches('B') {
+        "" => 1.0,
+        "K" | "KI" => 1024.0,
+        "M" | "MI" => 1024.0 * 1024.0,
+        "G" | "GI" => 1024.0 * 1024.0 * 1024.0,
+        "T" | "TI" => 1024f64.powi(4),
+        _ => f64::NAN,
+    };
+    let v = num.parse::<f64>().unwrap_or(f64::NAN) * factor;
+    if !v.is_finite() || v < 0.0 {
+        return Err(format!("'{s}' is not a size: write one such as 500M or 2G"));
+    }
+    if v > MAX_BYTES as f64 {
+        return Err(format!("'{s}' is more than 1 PiB"));
+    }
+    Ok(v as u64)
+}
+
+/// `duration` for a named field of a file: a usage error that names it.
+pub fn parse_duration(what: &str, s: &str) -> Result<Duration> {
+    duration(s).map_err(|e| usage(format!("bad {what}: {e}")))
+}
+
+/// `bytes` for a named field of a file: a usage error that names it.
+pub fn parse_bytes(what: &str, s: &str) -> Result<u64> {
+    bytes(s).map_err(|e| usage(format!("bad {what}: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_parse_in_all_units() {
+        assert_eq!(duration("10s").unwrap(), Duration::from_secs(10));
+        assert_eq!(duration("500ms").unwrap(), Duration::from_millis(500));
+        assert_eq!(duration("2m").unwrap(), Duration::from_secs(120));
+        assert_eq!(duration("3").unwrap(), Duration::from_secs(3));
+        assert_eq!(duration("1.5s").unwrap(), Duration::from_millis(1500));
+        for bad in ["", "ten", "5 parsecs", "-1s", "s", "1e300", "9999h"] {
+            assert!(duration(bad).is_err(), "{bad}");
+            let e = parse_duration("--duration", bad).unwrap_err();
+            assert_eq!(crate::error::exit_code(&e), 2, "{bad}");
+        }
+    }
+
+    #[test]
+    fn sizes_parse_and_are_range_checked() {
+        assert_eq!(bytes("2G").unwrap(), 2 << 30);
+        assert_eq!(bytes("500M").unwrap(), 500 << 20);
+        assert_eq!(bytes("10").unwrap(), 10);
+        assert!(bytes("lots").is_err());
+        assert!(bytes("99999999999999999999999").is_err());
+        assert!(bytes("2000T").is_err());
+    }
+}

@@ -1,0 +1,248 @@
+//! Against a real MariaDB: one server for this whole test binary (its scenarios in
+//! bench.rs, run.rs, safety.rs and restart.rs), started by dbtax's own
+//! managed-server code on a private socket (and 127.0.0.1 on a free port), stopped by its pid
+//! at the end. The server is the "user's own server" here: dbtax reaches it by URL, so the
+//! journal, restore and privilege checks are the real ones. A small harness runs the
+//! scenarios in order and prints libtest's summary line.
+
+mod bench;
+#[path = "../common/mod.rs"]
+mod common;
+mod restart;
+mod run;
+mod safety;
+
+use common::validate_results;
+use dbtax::server::ManagedConfig;
+use dbtax::server::mysql::managed::ManagedServer;
+use mysql::prelude::Queryable;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+struct Ctx {
+    socket: PathBuf,
+    port: u16,
+    state_dir: PathBuf,
+    work: PathBuf,
+}
+
+impl Ctx {
+    fn url(&self, schema: &str) -> String {
+        format!(
+            "mysql://root@localhost/{schema}?socket={}",
+            self.socket.display()
+        )
+    }
+
+    fn url_as(&self, user: &str, pass: &str, schema: &str) -> String {
+        format!(
+            "mysql://{user}:{pass}@localhost/{schema}?socket={}",
+            self.socket.display()
+        )
+    }
+
+    fn root(&self) -> mysql::Conn {
+        let opts = mysql::OptsBuilder::new()
+            .user(Some("root"))
+            .socket(Some(self.socket.to_string_lossy().into_owned()));
+        mysql::Conn::new(opts).expect("root connection to the test server")
+    }
+
+    fn var(&self, name: &str) -> String {
+        let v: Option<String> = self
+            .root()
+            .query_first(format!("SELECT @@GLOBAL.{name}"))
+            .unwrap();
+        v.unwrap_or_default()
+    }
+
+    fn set(&self, name: &str, value: &str) {
+        self.root()
+            .query_drop(format!("SET GLOBAL {name} = {value}"))
+            .unwrap();
+    }
+
+    /// The number a `SELECT COUNT(*) ...` returns, as root.
+    fn count(&self, sql: &str) -> u64 {
+        let n: Option<u64> = self.root().query_first(sql).unwrap();
+        n.unwrap_or(0)
+    }
+
+    fn dbtax(&self) -> Command {
+        common::dbtax(&self.state_dir)
+    }
+
+    fn run<S: AsRef<std::ffi::OsStr>>(&self, args: &[S]) -> Output {
+        self.dbtax().args(args).output().expect("running dbtax")
+    }
+
+    /// `dbtax run` on this server: `features` against off, short trials, results in `out`.
+    fn run_args(
+        &self,
+        schema: &str,
+        features: &[&str],
+        threads: &str,
+        repeats: &str,
+        out: &Path,
+    ) -> Vec<String> {
+        common::run_args(&self.url(schema), features, threads, repeats, out)
+    }
+
+    /// Write an experiment file into the work directory.
+    fn file(&self, name: &str, text: &str) -> PathBuf {
+        let p = self.work.join(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+
+    fn out_dir(&self, name: &str) -> PathBuf {
+        self.work.join(name)
+    }
+
+    fn journals(&self) -> usize {
+        std::fs::read_dir(self.state_dir.join("journal"))
+            .map(|d| d.count())
+            .unwrap_or(0)
+    }
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn ok(o: &Output) {
+    assert_eq!(o.status.code(), Some(0), "{}", text(o));
+}
+
+fn json_of(o: &Output) -> serde_json::Value {
+    ok(o);
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {}", text(o)))
+}
+
+fn cell<'a>(v: &'a serde_json::Value, variant: &str, threads: u64) -> &'a serde_json::Value {
+    v["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["variant"] == variant && c["threads"] == threads)
+        .unwrap_or_else(|| panic!("no cell {variant}@{threads}"))
+}
+
+fn wait_for(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !cond() {
+        assert!(start.elapsed() < limit, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+type Scenario = (&'static str, fn(&Ctx));
+
+/// `module::name, ...` → (name, function) pairs: the name is the function's own.
+macro_rules! scenarios {
+    ($($module:ident :: $name:ident),* $(,)?) => {
+        &[$((stringify!($name), $module::$name as fn(&Ctx))),*]
+    };
+}
+
+fn main() {
+    let scenarios: &[Scenario] = scenarios![
+        bench::bench_prints_one_trial_as_json_over_the_socket,
+        bench::tcp_means_tcp,
+        bench::query_workload_stops_after_exactly_n_queries,
+        bench::sysbench_tables_are_reused_as_they_are,
+        run::dry_run_prints_statements_and_changes_nothing,
+        run::a_query_the_server_refuses_is_bad_input_and_changes_nothing,
+        run::run_measures_and_restores_every_setting,
+        safety::a_bad_out_directory_fails_before_anything_changes,
+        run::audit_plugin_is_installed_for_the_run_and_removed_after,
+        safety::ctrl_c_restores_settings_and_keeps_partial_results,
+        safety::kill_9_then_restore_puts_settings_back,
+        safety::a_user_without_privileges_gets_exit_2_and_nothing_changes,
+        safety::a_wrong_password_gets_exit_2_without_echoing_it,
+        run::features_reports_support_on_the_target,
+        bench::bench_on_a_managed_server_prints_one_trial,
+        restart::a_restart_only_feature_is_refused_on_a_server_dbtax_does_not_manage,
+        restart::the_binary_log_is_switched_by_restarting_a_managed_server,
+        run::factors_in_a_file_report_each_factor_within_the_other,
+        safety::the_disk_guard_stops_a_run_before_the_log_passes_its_limit,
+    ];
+
+    let filters: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    if std::env::args().any(|a| a == "--list") {
+        for (name, _) in scenarios {
+            println!("{name}: test");
+        }
+        return;
+    }
+    let selected: Vec<&Scenario> = scenarios
+        .iter()
+        .filter(|(n, _)| filters.is_empty() || filters.iter().any(|f| n.contains(f.as_str())))
+        .collect();
+    let started = Instant::now();
+    if selected.is_empty() {
+        // `cargo test <filter>` that matches nothing here: no server to start.
+        println!(
+            "\nrunning 0 tests\n\ntest result: ok. 0 passed; 0 failed; 0 ignored; 0 measured; {} filtered out; finished in 0.00s\n",
+            scenarios.len()
+        );
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let server = ManagedServer::start(&ManagedConfig {
+        port: Some(port),
+        ..Default::default()
+    })
+    .expect("starting the test MariaDB (make test installs mariadb-server)");
+    let ctx = Ctx {
+        socket: server.socket(),
+        port,
+        state_dir: work.path().join("state"),
+        work: work.path().to_path_buf(),
+    };
+    println!("\nrunning {} tests", selected.len());
+    let mut failed = vec![];
+    for (name, f) in &selected {
+        let t = Instant::now();
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&ctx)));
+        let verdict = if result.is_ok() { "ok" } else { "FAILED" };
+        println!(
+            "test {name} ... {verdict} ({:.1}s)",
+            t.elapsed().as_secs_f64()
+        );
+        if result.is_err() {
+            failed.push(*name);
+        }
+    }
+    drop(server);
+    let passed = selected.len() - failed.len();
+    println!(
+        "\ntest result: {}. {passed} passed; {} failed; 0 ignored; 0 measured; {} filtered out; finished in {:.2}s\n",
+        if failed.is_empty() { "ok" } else { "FAILED" },
+        failed.len(),
+        scenarios.len() - selected.len(),
+        started.elapsed().as_secs_f64()
+    );
+    if !failed.is_empty() {
+        eprintln!("failures: {failed:?}");
+        std::process::exit(101);
+    }
+}

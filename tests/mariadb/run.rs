@@ -1,0 +1,162 @@
+//! `dbtax run` and `dbtax features` against the real server: the dry run, a measured run
+//! that restores every setting, the audit plugin, multi-factor files.
+
+use super::*;
+
+pub(crate) fn dry_run_prints_statements_and_changes_nothing(ctx: &Ctx) {
+    let o = ctx.run(&[
+        "run",
+        "--target",
+        &ctx.url("t_dry"),
+        "--feature",
+        "general-log",
+        "--dry-run",
+    ]);
+    ok(&o);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("SET GLOBAL general_log = ON"), "{stdout}");
+    assert!(stdout.contains("Nothing was changed"), "{stdout}");
+    assert_eq!(ctx.var("general_log"), "0");
+    assert_eq!(
+        ctx.count("SELECT COUNT(*) FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = 't_dry'"),
+        0,
+        "--dry-run must not create the schema"
+    );
+}
+
+pub(crate) fn run_measures_and_restores_every_setting(ctx: &Ctx) {
+    ctx.set("long_query_time", "7");
+    let out = ctx.out_dir("run");
+    let o = ctx.run(&ctx.run_args("t_run", &["general-log", "slow-log"], "1,3", "2", &out));
+    ok(&o);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        stdout.contains("threads 3") && stdout.contains("general-log"),
+        "{stdout}"
+    );
+    // Without a terminal, progress is one plain line per block: 2 rounds × 2 thread counts.
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    let blocks: Vec<&str> = stderr.lines().filter(|l| l.contains(" trials] ")).collect();
+    assert_eq!(blocks.len(), 4, "{stderr}");
+    assert!(blocks[3].starts_with("[12/12 trials]"), "{stderr}");
+    let v = validate_results(&out.join("results.json"));
+    assert_eq!(v["complete"], true);
+    assert_eq!(v["cells"].as_array().unwrap().len(), 6);
+    for t in [1, 3] {
+        let off = cell(&v, "off", t);
+        assert!(off["overhead"].is_null());
+        assert!(
+            off["log_bytes_per_query_median"].as_f64().unwrap() < 1.0,
+            "{off}"
+        );
+        for feature in ["general-log", "slow-log"] {
+            let c = cell(&v, feature, t);
+            assert_eq!(c["trials"].as_array().unwrap().len(), 2);
+            assert!(c["overhead"]["ci95_pct"].is_array(), "{c}");
+            // Each query writes a line of log: tens of bytes at least.
+            assert!(
+                c["log_bytes_per_query_median"].as_f64().unwrap() > 20.0,
+                "{c}"
+            );
+        }
+    }
+    assert_eq!(v["variants"][2]["settings"]["long_query_time"], "0");
+    assert_eq!(ctx.var("general_log"), "0");
+    assert_eq!(ctx.var("slow_query_log"), "0");
+    assert_eq!(ctx.var("long_query_time").parse::<f64>().unwrap(), 7.0);
+    assert_eq!(
+        ctx.journals(),
+        0,
+        "the journal is removed after a clean restore"
+    );
+    ctx.set("long_query_time", "10");
+}
+
+pub(crate) fn audit_plugin_is_installed_for_the_run_and_removed_after(ctx: &Ctx) {
+    let out = ctx.out_dir("audit");
+    let o = ctx.run(&ctx.run_args("t_audit", &["audit"], "2", "2", &out));
+    ok(&o);
+    let v = validate_results(&out.join("results.json"));
+    let c = cell(&v, "audit", 2);
+    assert!(
+        c["log_bytes_per_query_median"].as_f64().unwrap() > 20.0,
+        "{c}"
+    );
+    assert_eq!(ctx.count("SELECT COUNT(*) FROM information_schema.PLUGINS WHERE PLUGIN_NAME = 'SERVER_AUDIT' AND PLUGIN_STATUS = 'ACTIVE'"), 0, "dbtax installed the plugin, so it must remove it");
+}
+
+pub(crate) fn features_reports_support_on_the_target(ctx: &Ctx) {
+    let o = ctx.run(&["features", "--target", &ctx.url("")]);
+    ok(&o);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let line = |name: &str| {
+        stdout
+            .lines()
+            .find(|l| l.trim_start().starts_with(name))
+            .unwrap_or("")
+            .to_string()
+    };
+    assert!(line("general-log").contains(" yes "), "{stdout}");
+    assert!(line("audit").contains(" yes "), "{stdout}");
+    // log_bin is off on this server and it is not managed: binlog-sync needs a restart.
+    assert!(line("binlog-sync").contains(" no "), "{stdout}");
+}
+
+pub(crate) fn factors_in_a_file_report_each_factor_within_the_other(ctx: &Ctx) {
+    let file = ctx.file(
+        "factors.toml",
+        r#"
+name = "log-x-flush"
+workload = { kind = "read-write", tables = 1, table_size = 2000 }
+threads = [2]
+trial = "0.5s"
+warmup = "0.1s"
+repeats = 2
+[[factor]]
+name = "log"
+level = [ { name = "nolog" }, { name = "glog", feature = "general-log" } ]
+[[factor]]
+name = "flush"
+level = [ { name = "f1", set = { innodb_flush_log_at_trx_commit = 1 } },
+          { name = "f2", set = { innodb_flush_log_at_trx_commit = 2 } } ]
+"#,
+    );
+    let out = ctx.out_dir("factors");
+    let o = ctx.run(&[
+        "run",
+        file.to_str().unwrap(),
+        "--target",
+        &ctx.url("t_factors"),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    ok(&o);
+    let v = validate_results(&out.join("results.json"));
+    let c = cell(&v, "glog/f2", 2);
+    let effects = c["effects"].as_array().unwrap();
+    assert_eq!(effects.len(), 2, "{c}");
+    assert_eq!(effects[0]["factor"], "log");
+    assert_eq!(effects[0]["against"], "nolog/f2");
+    assert_eq!(effects[1]["against"], "glog/f1");
+    assert_eq!(v["variants"][3]["baseline"], "nolog/f2");
+    assert_eq!(ctx.var("innodb_flush_log_at_trx_commit"), "1", "restored");
+    assert_eq!(ctx.var("general_log"), "0", "restored");
+}
+
+pub(crate) fn a_query_the_server_refuses_is_bad_input_and_changes_nothing(ctx: &Ctx) {
+    let out = ctx.out_dir("badquery");
+    let mut args = ctx.run_args("t_badq", &["general-log"], "1", "2", &out);
+    args.extend(["--query".to_string(), "selec 1 from dual".to_string()]);
+    let o = ctx.run(&args);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(stderr.contains("selec 1 from dual"), "{stderr}");
+    assert!(stderr.contains("Nothing was changed"), "{stderr}");
+    assert_eq!(ctx.var("general_log"), "0");
+    assert_eq!(ctx.journals(), 0);
+    assert_eq!(
+        ctx.count("SELECT COUNT(*) FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = 't_badq'"),
+        0,
+        "refused before the schema was created"
+    );
+}
