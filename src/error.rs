@@ -9,14 +9,32 @@ pub enum Failure {
     /// Bad usage or bad input; nothing was changed on any server (exit 2).
     #[error("{0}")]
     Usage(String),
-    /// Ctrl-C or SIGTERM: settings were restored, partial results written (exit 130).
-    #[error("interrupted: settings were restored")]
+    /// Ctrl-C or SIGTERM (exit 130). What was restored and kept is said by the context the
+    /// caller adds, since only the caller knows.
+    #[error("interrupted")]
     Interrupted,
 }
 
 /// Shorthand for a usage error wrapped in anyhow.
 pub fn usage(msg: impl Into<String>) -> anyhow::Error {
     anyhow::Error::new(Failure::Usage(msg.into()))
+}
+
+/// What to print for an error chain: one paragraph, "Error: ..." or "Interrupted: ...".
+pub fn message(err: &anyhow::Error) -> String {
+    if exit_code(err) != 130 {
+        return format!("Error: {err:#}");
+    }
+    let said: Vec<String> = err
+        .chain()
+        .take_while(|c| !matches!(c.downcast_ref::<Failure>(), Some(Failure::Interrupted)))
+        .map(|c| c.to_string())
+        .collect();
+    if said.is_empty() {
+        "Interrupted.".into()
+    } else {
+        format!("Interrupted: {}", said.join(": "))
+    }
 }
 
 /// The exit code for an error chain: 2 for usage, 130 for interrupt, 1 otherwise.

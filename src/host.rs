@@ -34,6 +34,13 @@ pub fn host_info() -> HostInfo {
     }
 }
 
+/// This machine's host name.
+pub fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default()
+}
+
 /// CPU time (user + system) of a process so far, µs, from /proc/PID/stat.
 pub fn process_cpu_us(pid: u32) -> Option<u64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;

@@ -10,13 +10,8 @@ fn main() -> ExitCode {
     match dbtax::commands::dispatch(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            let code = dbtax::error::exit_code(&e);
-            if code == 130 {
-                eprintln!("Interrupted: {e:#}");
-            } else {
-                eprintln!("Error: {e:#}");
-            }
-            ExitCode::from(code)
+            eprintln!("{}", dbtax::error::message(&e));
+            ExitCode::from(dbtax::error::exit_code(&e))
         }
     }
 }

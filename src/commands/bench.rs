@@ -34,8 +34,8 @@ pub fn run(args: BenchArgs) -> Result<()> {
     let prepared = target.prepare(&workload, args.json)?;
     let bar = super::progress::trial_bar(false);
     let probes = TrialProbes {
-        log_files: vec![],
         server_status: true,
+        ..Default::default()
     };
     let trial = run_trial(&target, &prepared, &plan, &probes, &mut |p| {
         super::progress::show_trial(&bar, p)
@@ -45,7 +45,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
     if args.json {
         let out = BenchOutput {
             trial,
-            workload: workload.to_json(),
+            workload: prepared.to_json(),
             threads: args.threads,
             target: target.info(),
         };

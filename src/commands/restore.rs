@@ -46,24 +46,45 @@ pub fn run(args: RestoreArgs) -> Result<()> {
         )));
     }
     let target = Server::open(&config)?;
-    let path = journal::path_for(&target.journal_key());
-    let Some(j) = Journal::load(&path)? else {
+    let mut admin = target.admin()?;
+    // The run lock: never restore under a run that is still working (it restores itself).
+    if !admin.try_run_lock()? {
+        let holder = admin.run_lock_holder()?.unwrap_or_default();
+        return Err(usage(format!(
+            "a dbtax run is working on {} ({holder}); it restores by itself when it ends",
+            target.label()
+        )));
+    }
+    let key = target.journal_key();
+    let path = journal::path_for(&key);
+    let local = Journal::load(&path).map_err(|e| usage(format!("{e:#}")))?;
+    let on_server = admin.load_server_journals(&key)?;
+    let from_server = on_server
+        .first()
+        .and_then(|(_, text)| serde_json::from_str::<Journal>(text).ok());
+    // The local file first (it is written first); else the copy kept on the server, which
+    // a run from another machine left.
+    let Some(j) = local.or(from_server) else {
         println!(
             "Nothing to restore on {}: no pending journal.",
             target.label()
         );
         return Ok(());
     };
-    if j.writer_alive() {
-        return Err(usage(format!(
-            "the dbtax that wrote this journal (pid {}) is still running; it restores by itself",
-            j.pid
-        )));
-    }
-    let mut admin = target.admin()?;
     let done = toggle::restore_journal(admin.as_mut(), &j)?;
-    std::fs::remove_file(&path)?;
-    println!("Restored {} on {}:", j.started_at, target.label());
+    for (schema, _) in &on_server {
+        admin.delete_server_journal(schema, &key)?;
+    }
+    if path.exists() {
+        std::fs::remove_file(&path)?;
+    }
+    println!(
+        "Restored the run started {} (pid {} on {}) on {}:",
+        j.started_at,
+        j.pid,
+        if j.host.is_empty() { "?" } else { &j.host },
+        target.label()
+    );
     for s in done {
         println!("  {s}");
     }

@@ -72,8 +72,21 @@ pub fn run_and_print(
             executed.dir.join("results.json").display()
         );
     }
+    let kept = format!(
+        "the server's settings were restored; the results so far are in {}",
+        executed.dir.display()
+    );
     match executed.error.take() {
-        Some(e) => Err(e),
+        // "Interrupted: <kept>"; any other failure says what happened first.
+        Some(e) if crate::error::exit_code(&e) == 130 => Err(e.context(kept)),
+        Some(e) => Err(anyhow::anyhow!("{e:#}. {}", capitalized(&kept))),
         None => Ok(executed),
     }
+}
+
+fn capitalized(s: &str) -> String {
+    let mut c = s.chars();
+    c.next()
+        .map(|f| f.to_uppercase().collect::<String>() + c.as_str())
+        .unwrap_or_default()
 }

@@ -90,14 +90,17 @@ pub fn execute(
     }
     // A bad --out is bad input: fail on it before anything on the server changes.
     let dir = out_dir(opts.out.as_deref(), &exp.name)?;
-    let prepared = server.prepare(&exp.workload, opts.json)?;
     let started_at = crate::host::now_rfc3339();
-    let switcher = Switcher::begin(&server, &plan.plugins, &plan.touched, &started_at)?;
+    // One run per server: the lock is taken before the tables are prepared.
+    let mut switcher = Switcher::lock(&server, &started_at)?;
+    let prepared = server.prepare(&exp.workload, opts.json)?;
+    switcher.begin(&plan.plugins, &plan.touched)?;
     let originals = switcher.originals();
     if plan.log_files.len() < plan.log_file_vars.len() {
         plan.log_files = log_files(server.admin()?.as_mut(), &server, &plan.log_file_vars)?;
     }
     let mut results = header(exp, &server, &plan, &originals, started_at);
+    results.workload = prepared.to_json();
     let trial = TrialPlan {
         threads: 1,
         duration: exp.trial,
@@ -120,6 +123,7 @@ pub fn execute(
     recorder.write()?;
     let outcome = runner::run(exp, &mut bench, &mut recorder);
     let restored = bench.finish();
+    drop(bench);
     let error = match outcome {
         Ok(o) => {
             results.cells = o.cells;
@@ -139,7 +143,13 @@ pub fn execute(
     if reports_written {
         crate::report::write_all(&dir, &results)?;
     }
-    restored.context("restoring the server's settings")?;
+    if let Err(restore_error) = restored {
+        // Say what happened first (the run's own error), then that the restore failed.
+        return Err(match error {
+            Some(e) => anyhow::anyhow!("{e:#}; then {restore_error:#}"),
+            None => restore_error.context("restoring the server's settings"),
+        });
+    }
     Ok(Executed {
         results,
         dir,

@@ -1,7 +1,8 @@
 //! The real server behind the runner's `Bench`: switch with the journaled `Switcher`, restart
-//! for restart-only settings, guard the disk, truncate the feature logs on managed targets,
-//! and run trials with the load generator.
+//! for restart-only settings, guard the disk (`disk`), truncate the feature logs on managed
+//! targets, and run trials with the load generator.
 
+use super::disk::DiskGuard;
 use super::plan::{Plan, Restarter};
 use super::runner::{Bench, Observer};
 use crate::feature::toggle::Switcher;
@@ -12,8 +13,10 @@ use crate::workload::PreparedWorkload;
 use anyhow::{Result, bail};
 use std::time::Duration;
 
-/// Refuse to let the log's filesystem fall under this share of free space.
-const MIN_FREE_FRACTION: f64 = 0.10;
+/// The probe that measures a variant's log rate before its first trial.
+const PROBE: Duration = Duration::from_millis(300);
+/// How long a restore keeps reconnecting to a server that does not answer.
+const RESTORE_PATIENCE: Duration = Duration::from_secs(30);
 /// Settle at least this long after a restart (the buffer pool reloads, caches are cold).
 const SETTLE_AFTER_RESTART: Duration = Duration::from_secs(3);
 
@@ -26,9 +29,11 @@ pub struct LiveBench<'a> {
     pub switcher: Switcher,
     current_opts: Vec<String>,
     trial: TrialPlan,
-    max_log_bytes: Option<u64>,
+    disk: DiskGuard,
+    /// Log bytes the run has written so far.
     log_growth: u64,
-    log_rate: Vec<f64>,
+    /// Per variant, from its last trial (or probe): (log bytes per query, queries per second).
+    log_rate: Vec<Option<(f64, f64)>>,
     cold: bool,
 }
 
@@ -49,9 +54,12 @@ impl<'a> LiveBench<'a> {
             switcher,
             current_opts: vec![],
             trial,
-            max_log_bytes,
+            disk: DiskGuard {
+                files: plan.log_files.clone(),
+                max_bytes: max_log_bytes,
+            },
             log_growth: 0,
-            log_rate: vec![0.0; plan.variants.len()],
+            log_rate: vec![None; plan.variants.len()],
             cold: false,
         }
     }
@@ -76,40 +84,58 @@ impl<'a> LiveBench<'a> {
         } else {
             self.restart(&[])
         };
-        let restored = self.switcher.restore();
+        if self.server.is_managed() {
+            // dbtax's own server is thrown away: nothing to put back if it died.
+            let _ = self.switcher.restore();
+            return Ok(());
+        }
+        let restored = self
+            .switcher
+            .restore_with_retry(self.server, RESTORE_PATIENCE);
         restarted.and(restored)
     }
 
-    /// Stop before a trial that would fill the log's disk or pass --max-log-bytes.
-    fn guard_disk(&self, variant: usize) -> Result<()> {
-        let span = self.trial.duration + self.trial.warmup;
-        let expected = (self.log_rate[variant] * span.as_secs_f64()) as u64;
-        if let Some(max) = self.max_log_bytes
-            && self.log_growth + expected > max
+    /// Stop before a trial that would fill the log's disk or pass --max-log-bytes. A variant
+    /// not measured yet is probed first, with its settings on.
+    fn guard_disk(&mut self, variant: usize, threads: u32) -> Result<()> {
+        if self.disk.files.is_empty() {
+            return Ok(());
+        }
+        if self.log_rate[variant].is_none() {
+            let probe = TrialPlan {
+                threads,
+                duration: PROBE,
+                warmup: Duration::ZERO,
+                queries: None,
+            };
+            let probes = TrialProbes {
+                log_files: self.disk.files.clone(),
+                watch: self.disk.watch(self.log_growth),
+                ..Default::default()
+            };
+            let t = run_trial(self.server, self.workload, &probe, &probes, &mut |_| {})?;
+            self.account(variant, &t);
+        }
+        let (bytes_per_query, qps) = self.log_rate[variant].unwrap_or_default();
+        let queries = match self.trial.queries {
+            Some(n) => n as f64,
+            None => qps * (self.trial.duration + self.trial.warmup).as_secs_f64(),
+        };
+        match self
+            .disk
+            .refuse(self.log_growth, (bytes_per_query * queries) as u64)
         {
-            bail!(
-                "stopped before the next trial: the feature logs have grown by {} MB and the next \
-                 trial would pass --max-log-bytes ({} MB)",
-                self.log_growth / 1_000_000,
-                max / 1_000_000
-            );
+            Some(why) => bail!("{why}"),
+            None => Ok(()),
         }
-        for f in &self.plan.log_files {
-            let dir = f.parent().unwrap_or(f);
-            if let Some((free, total)) = crate::host::fs_space(dir)
-                && (free.saturating_sub(expected) as f64) < MIN_FREE_FRACTION * total as f64
-            {
-                bail!(
-                    "stopped before the next trial: the filesystem of {} has {} MB free of {} MB, \
-                     and a trial writes about {} MB of log; dbtax keeps at least 10% free",
-                    dir.display(),
-                    free / 1_000_000,
-                    total / 1_000_000,
-                    expected / 1_000_000
-                );
-            }
-        }
-        Ok(())
+    }
+
+    /// Record a trial's log rate and add its log to the run's growth.
+    fn account(&mut self, variant: usize, t: &Trial) {
+        let bytes_per_query = t.log_bytes_per_query.unwrap_or(0.0);
+        self.log_rate[variant] = Some((bytes_per_query, t.qps));
+        let queries = t.qps * (t.duration_s + self.trial.warmup.as_secs_f64());
+        self.log_growth += (bytes_per_query * queries) as u64;
     }
 }
 
@@ -130,7 +156,7 @@ impl Bench for LiveBench<'_> {
         threads: u32,
         observer: &mut dyn Observer,
     ) -> Result<Trial> {
-        self.guard_disk(variant)?;
+        self.guard_disk(variant, threads)?;
         if self.server.is_managed() {
             // The server is ours and thrown away: keep its logs from filling the disk.
             for f in &self.plan.log_files {
@@ -165,13 +191,12 @@ impl Bench for LiveBench<'_> {
         let probes = TrialProbes {
             log_files: self.plan.log_files.clone(),
             server_status: true,
+            watch: self.disk.watch(self.log_growth),
         };
         let t = run_trial(self.server, self.workload, &plan, &probes, &mut |p| {
             observer.trial_progress(p)
         })?;
-        let rate = t.log_bytes_per_query.unwrap_or(0.0) * t.qps;
-        self.log_rate[variant] = rate;
-        self.log_growth += (rate * (plan.duration + plan.warmup).as_secs_f64()) as u64;
+        self.account(variant, &t);
         Ok(t)
     }
 }

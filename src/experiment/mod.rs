@@ -4,6 +4,7 @@
 //! behind that interface (`live`), the simulated one used to validate the statistics (`sim`),
 //! and `execute`, which ties them together for one run.
 
+pub mod disk;
 pub mod dry_run;
 pub mod execute;
 pub mod live;

@@ -9,6 +9,7 @@ use super::warnings::Warning;
 use crate::load::TrialProgress;
 use crate::results::{Cell, Trial};
 use crate::rng::Rng;
+use crate::server::ServerLost;
 use crate::stats::overhead::half_width;
 use crate::stats::summary::{CellTrials, summarize};
 use anyhow::Result;
@@ -122,9 +123,15 @@ pub fn run(
         for Block { threads, order } in order::round(&need, nv, &mut rng) {
             for v in order {
                 crate::interrupt::check()?;
-                observer.trial_starting(index, planned, &exp.variants[v].name, threads);
-                bench.apply(v, observer)?;
-                let trial = bench.trial(v, threads, observer)?;
+                let name = &exp.variants[v].name;
+                observer.trial_starting(index, planned, name, threads);
+                let which = || format!("trial {} ({name}, {threads} threads)", index + 1);
+                bench
+                    .apply(v, observer)
+                    .map_err(|e| explain(e, "before", &which()))?;
+                let trial = bench
+                    .trial(v, threads, observer)
+                    .map_err(|e| explain(e, "during", &which()))?;
                 index += 1;
                 let cell = cells
                     .iter_mut()
@@ -146,6 +153,17 @@ pub fn run(
         cells: summaries,
         warnings,
     })
+}
+
+/// Name the trial a failure happened at; a lost server is said first, in those words.
+fn explain(e: anyhow::Error, when: &str, trial: &str) -> anyhow::Error {
+    if crate::error::exit_code(&e) == 130 {
+        return e;
+    }
+    match e.chain().find_map(|c| c.downcast_ref::<ServerLost>()) {
+        Some(lost) => ServerLost(format!("the server went away {when} {trial}: {lost}")).into(),
+        None => e.context(trial.to_string()),
+    }
 }
 
 /// Thread counts with a non-baseline cell wider than `points` (every thread count until the

@@ -14,6 +14,12 @@ use std::path::{Path, PathBuf};
 pub struct Journal {
     /// The target, password redacted.
     pub target: String,
+    /// The server's identity (what the journal is keyed by, here and on the server).
+    #[serde(default)]
+    pub server: String,
+    /// The machine the dbtax that wrote it ran on.
+    #[serde(default)]
+    pub host: String,
     /// The dbtax process that wrote it.
     pub pid: u32,
     /// When the run started.
@@ -50,7 +56,8 @@ impl Journal {
         let dir = path.parent().context("journal path has no directory")?;
         std::fs::create_dir_all(dir)
             .with_context(|| format!("creating the state directory {}", dir.display()))?;
-        let tmp = path.with_extension("json.tmp");
+        // A name of this process's own: two writers never share a temporary file.
+        let tmp = path.with_extension(format!("json.{}.tmp", std::process::id()));
         {
             let mut f = std::fs::File::create(&tmp)
                 .with_context(|| format!("writing the journal {}", tmp.display()))?;
@@ -64,17 +71,26 @@ impl Journal {
         Ok(())
     }
 
-    /// Read a journal; Ok(None) when there is none.
+    /// Read a journal; Ok(None) when there is none. A damaged one is an error that names the
+    /// file and the way forward.
     pub fn load(path: &Path) -> Result<Option<Journal>> {
         match std::fs::read_to_string(path) {
-            Ok(text) => {
-                Ok(Some(serde_json::from_str(&text).with_context(|| {
-                    format!("reading the journal {}", path.display())
-                })?))
-            }
+            Ok(text) => Ok(Some(serde_json::from_str(&text).map_err(|e| {
+                anyhow::anyhow!(
+                    "the journal {} is damaged ({e}): dbtax cannot tell what to restore from \
+                     it. Check the server's settings by hand (the file may still show the \
+                     original values), then delete the file",
+                    path.display()
+                )
+            })?)),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(e).with_context(|| format!("reading the journal {}", path.display())),
         }
+    }
+
+    /// The server key, file-safe (as `Server::journal_key`).
+    pub fn server_key(&self) -> String {
+        crate::server::key_of(&self.server)
     }
 
     /// Originals as a map.
@@ -115,6 +131,8 @@ mod tests {
         let p = dir.path().join("j/x.json");
         let j = Journal {
             target: "mysql://u:***@h:1/".into(),
+            server: "mysql-h-3306-/var/lib/mysql/".into(),
+            host: "here".into(),
             pid: 7,
             started_at: "now".into(),
             originals: vec![("general_log".into(), "OFF".into())],

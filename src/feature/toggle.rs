@@ -6,21 +6,26 @@
 use super::journal::{self, Journal};
 use crate::error::usage;
 use crate::server::catalog::Plugin;
-use crate::server::{Admin, Server};
+use crate::server::{Admin, Server, ServerLost};
 use anyhow::{Context, Result};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::time::{Duration, Instant};
 
 /// The full state of one variant: every touched variable, with its value (None: original).
 pub type State = Vec<(String, Option<String>)>;
 
-/// Switches a server between variant states, journaled.
+/// Switches a server between variant states, journaled. Its admin connection holds the
+/// server's run lock from `lock` until the switcher is dropped.
 pub struct Switcher {
     admin: Box<dyn Admin>,
     journal: Journal,
     journal_path: Option<PathBuf>,
+    /// Where the server keeps its copy of the journal (None: a managed server).
+    server_schema: Option<String>,
     current: BTreeMap<String, String>,
-    restored: bool,
+    /// Restored, or given up on (the journal kept): nothing left for Drop to do.
+    done: bool,
     /// Statements run so far, for the log.
     pub statements: Vec<String>,
 }
@@ -41,60 +46,96 @@ pub fn same_value(a: &str, b: &str) -> bool {
 }
 
 impl Switcher {
-    /// Refuse to start over a pending journal; install plugins and read originals, journaling
-    /// each before acting. Journals only servers dbtax does not manage (a managed server is
-    /// thrown away whatever happens).
-    pub fn begin(
-        server: &Server,
-        plugins: &[Plugin],
-        vars: &[String],
-        started_at: &str,
-    ) -> Result<Switcher> {
+    /// Take the server's run lock (one run per server, from any spelling of its address or
+    /// any machine) and check that no interrupted run's journal is pending, here or on the
+    /// server. Changes nothing. Fails with a usage error naming the lock's holder.
+    pub fn lock(server: &Server, started_at: &str) -> Result<Switcher> {
+        let mut admin = server.admin()?;
+        if !admin.try_run_lock()? {
+            let holder = admin
+                .run_lock_holder()?
+                .unwrap_or_else(|| "a connection that just closed".into());
+            return Err(usage(format!(
+                "another dbtax run is working on {} (it holds the run lock: {holder}); wait \
+                 for it to finish. Nothing was changed",
+                server.label()
+            )));
+        }
         let journal_path = ensure_no_pending_journal(server)?;
-        let mut s = Switcher {
-            admin: server.admin()?,
+        let managed = server.is_managed();
+        if !managed
+            && let Some((schema, j)) = admin.load_server_journals(&server.journal_key())?.first()
+        {
+            let started = serde_json::from_str::<Journal>(j)
+                .map(|j| format!(" started {} by pid {} on {}", j.started_at, j.pid, j.host))
+                .unwrap_or_default();
+            return Err(usage(format!(
+                "an earlier dbtax run{started} on this server was interrupted before it could \
+                 restore its settings (its journal is kept on the server, in {schema}.dbtax_journal). \
+                 Run `dbtax restore --target '{}'` first. Nothing was changed",
+                server.label()
+            )));
+        }
+        Ok(Switcher {
+            admin,
             journal: Journal {
                 target: server.label(),
+                server: server.identity.clone(),
+                host: crate::host::hostname(),
                 pid: std::process::id(),
                 started_at: started_at.to_string(),
                 ..Default::default()
             },
             journal_path,
+            server_schema: (!managed).then(|| server.schema.clone()),
             current: BTreeMap::new(),
-            restored: false,
+            done: false,
             statements: vec![],
-        };
+        })
+    }
+
+    /// Install plugins and read originals, journaling each before acting. Journals only
+    /// servers dbtax does not manage (a managed server is thrown away whatever happens).
+    pub fn begin(&mut self, plugins: &[Plugin], vars: &[String]) -> Result<()> {
+        self.save()?;
         for p in plugins {
-            if !s.admin.plugin_active(p)? {
-                s.journal.installed_plugins.push(p.soname.to_string());
-                s.save()?;
-                let sql = s.admin.install_plugin(p)?;
-                s.statements.push(sql);
+            if !self.admin.plugin_active(p)? {
+                self.journal.installed_plugins.push(p.soname.to_string());
+                self.save()?;
+                let sql = self.admin.install_plugin(p)?;
+                self.statements.push(sql);
             }
         }
         let names: Vec<&str> = vars.iter().map(String::as_str).collect();
-        let found = s.admin.global_vars(&names)?;
+        let found = self.admin.global_vars(&names)?;
         for v in vars {
             let value = found
                 .get(v)
                 .ok_or_else(|| usage(format!("the server has no global variable '{v}'")))?;
-            s.journal.originals.push((v.clone(), value.clone()));
-            s.current.insert(v.clone(), value.clone());
+            self.journal.originals.push((v.clone(), value.clone()));
+            self.current.insert(v.clone(), value.clone());
         }
-        s.save()?;
-        Ok(s)
+        self.save()
     }
 
-    fn save(&self) -> Result<()> {
-        match &self.journal_path {
-            Some(p) => self.journal.save(p),
-            None => Ok(()),
+    /// Write the journal: the local file, then the server's copy.
+    fn save(&mut self) -> Result<()> {
+        if let Some(p) = &self.journal_path {
+            self.journal.save(p)?;
         }
+        if let Some(schema) = &self.server_schema {
+            let text = serde_json::to_string(&self.journal)?;
+            self.admin
+                .save_server_journal(schema, &self.journal.server_key(), &text)?;
+        }
+        Ok(())
     }
 
-    /// After a server restart: a new connection, and every variable back at its original.
+    /// After a server restart: a new connection (the lock again), and every variable back at
+    /// its original.
     pub fn after_restart(&mut self, server: &Server) -> Result<()> {
         self.admin = server.admin()?;
+        self.admin.try_run_lock()?;
         self.current = self.journal.original_map();
         Ok(())
     }
@@ -128,21 +169,61 @@ impl Switcher {
 
     /// Put every original value back, uninstall plugins dbtax installed, remove the journal.
     pub fn restore(&mut self) -> Result<()> {
-        if self.restored {
+        if self.done {
             return Ok(());
         }
         restore_journal(self.admin.as_mut(), &self.journal)?;
+        if let Some(schema) = &self.server_schema {
+            self.admin
+                .delete_server_journal(schema, &self.journal.server_key())?;
+        }
         if let Some(p) = &self.journal_path {
             let _ = std::fs::remove_file(p);
         }
-        self.restored = true;
+        self.done = true;
         Ok(())
+    }
+
+    /// `restore`, reconnecting while the server does not answer, for at most `limit`. When
+    /// it still does not, the journal stays (here and on the server) and the error says how
+    /// to finish.
+    pub fn restore_with_retry(&mut self, server: &Server, limit: Duration) -> Result<()> {
+        let deadline = Instant::now() + limit;
+        loop {
+            let err = match self.restore() {
+                Ok(()) => return Ok(()),
+                Err(e) => e,
+            };
+            let lost = err
+                .chain()
+                .any(|c| c.downcast_ref::<ServerLost>().is_some())
+                || err
+                    .chain()
+                    .any(|c| c.downcast_ref::<mysql::Error>().is_some());
+            if !lost || Instant::now() >= deadline {
+                self.done = true;
+                let kept = match &self.journal_path {
+                    Some(p) => format!("the journal is kept ({})", p.display()),
+                    None => "nothing is kept: the server is dbtax's own".into(),
+                };
+                return Err(err.context(format!(
+                    "the server's settings were not restored; {kept}. When the server answers \
+                     again, run `dbtax restore --target '{}'`",
+                    self.journal.target
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(500));
+            if let Ok(mut admin) = server.admin() {
+                let _ = admin.try_run_lock();
+                self.admin = admin;
+            }
+        }
     }
 }
 
 impl Drop for Switcher {
     fn drop(&mut self) {
-        if !self.restored
+        if !self.done
             && let Err(e) = self.restore()
         {
             eprintln!(
@@ -160,7 +241,7 @@ pub fn ensure_no_pending_journal(server: &Server) -> Result<Option<PathBuf>> {
         return Ok(None);
     }
     let p = journal::path_for(&server.journal_key());
-    if let Some(j) = Journal::load(&p)? {
+    if let Some(j) = Journal::load(&p).map_err(|e| usage(format!("{e:#}")))? {
         if j.writer_alive() {
             return Err(usage(format!(
                 "another dbtax (pid {}) is running an experiment on {}; wait for it to finish",

@@ -4,4 +4,4 @@
 pub mod trial;
 pub mod worker;
 
-pub use trial::{TrialPlan, TrialProbes, TrialProgress, run_trial};
+pub use trial::{TrialPlan, TrialProbes, TrialProgress, Watch, run_trial};

@@ -6,7 +6,7 @@
 use super::worker::{self, PHASE_MEASURE, PHASE_STOP, PHASE_WARMUP, Shared, WorkerReport};
 use crate::error::Failure;
 use crate::results::{LatencyMs, Trial};
-use crate::server::{Admin, Server};
+use crate::server::{Admin, Server, ServerLost};
 use crate::workload::PreparedWorkload;
 use anyhow::{Context, Result, bail};
 use std::collections::BTreeMap;
@@ -27,13 +27,19 @@ pub struct TrialPlan {
     pub queries: Option<u64>,
 }
 
+/// A check made a few times a second while a trial runs; Some(reason) stops the trial with
+/// that error (the disk guard: a log must not fill its filesystem mid-trial).
+pub type Watch = std::sync::Arc<dyn Fn() -> Option<String> + Send + Sync>;
+
 /// What to read around the measured window besides the counters.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct TrialProbes {
     /// Log files whose growth is the feature's log bytes (local paths).
     pub log_files: Vec<PathBuf>,
     /// Read `SHOW GLOBAL STATUS` before and after.
     pub server_status: bool,
+    /// Stop the trial when this says so.
+    pub watch: Option<Watch>,
 }
 
 /// A progress sample, passed to the caller's display.
@@ -96,10 +102,14 @@ pub fn run_trial(
     let connector = server.connector(workload);
     let mut clients = Vec::with_capacity(threads);
     for i in 0..threads {
-        let client = connector
-            .connect()
-            .map_err(|e| anyhow::anyhow!("{e}"))
-            .with_context(|| format!("opening client connection {} of {threads}", i + 1))?;
+        let client = connector.connect().map_err(|e| {
+            let what = format!("opening client connection {} of {threads}: {e}", i + 1);
+            if e.lost {
+                anyhow::Error::new(ServerLost(what))
+            } else {
+                anyhow::anyhow!(what)
+            }
+        })?;
         clients.push(client);
     }
     let mut admin = if probes.server_status {
@@ -123,7 +133,7 @@ pub fn run_trial(
 
     // Fixed-count trials measure from the first query: snapshot before the workers start.
     let mut early = queries_mode.then(|| snapshot(server, probes, admin.as_mut()));
-    let (reports, before, after, interrupted) = std::thread::scope(|s| {
+    let (reports, before, after, stopped) = std::thread::scope(|s| {
         let handles: Vec<_> = clients
             .into_iter()
             .enumerate()
@@ -133,23 +143,23 @@ pub fn run_trial(
                 s.spawn(move || worker::run_worker(i, client, connector, shared, q))
             })
             .collect();
-        let mut interrupted = false;
-        let mut sampler = Sampler::new(&shared);
+        let mut stopped = None;
+        let mut sampler = Sampler::new(&shared, probes.watch.clone());
         if !queries_mode {
-            interrupted = !sampler.wait(plan.warmup, false, &mut *on_tick, None);
+            stopped = sampler.wait(plan.warmup, false, &mut *on_tick, None);
         }
         let before = early
             .take()
             .unwrap_or_else(|| snapshot(server, probes, admin.as_mut()));
         shared.phase.store(PHASE_MEASURE, Ordering::SeqCst);
-        if !interrupted {
+        if stopped.is_none() {
             let quota_total = plan.queries.map(|q| (q, threads));
             let planned = if queries_mode {
                 Duration::ZERO
             } else {
                 plan.duration
             };
-            interrupted = !sampler.wait(planned, true, &mut *on_tick, quota_total);
+            stopped = sampler.wait(planned, true, &mut *on_tick, quota_total);
         }
         let after = snapshot(server, probes, admin.as_mut());
         shared.phase.store(PHASE_STOP, Ordering::SeqCst);
@@ -157,43 +167,58 @@ pub fn run_trial(
             .into_iter()
             .map(|h| h.join().expect("worker thread panicked"))
             .collect();
-        (reports, before, after, interrupted)
+        (reports, before, after, stopped)
     });
-    if interrupted {
-        return Err(Failure::Interrupted.into());
+    match stopped {
+        Some(Stop::Interrupted) => return Err(Failure::Interrupted.into()),
+        Some(Stop::Watch(why)) => bail!("{why}"),
+        None => {}
     }
     summarize(reports, &before, &after)
+}
+
+/// Why a phase ended before its time.
+enum Stop {
+    /// Ctrl-C or SIGTERM.
+    Interrupted,
+    /// The watch said so.
+    Watch(String),
 }
 
 /// Samples the workers' counters for the progress display while a phase runs.
 struct Sampler<'a> {
     shared: &'a Shared,
+    watch: Option<Watch>,
     last_events: u64,
     last_at: Instant,
 }
 
 impl<'a> Sampler<'a> {
-    fn new(shared: &'a Shared) -> Self {
+    fn new(shared: &'a Shared, watch: Option<Watch>) -> Self {
         Sampler {
             shared,
+            watch,
             last_events: shared.total_events(),
             last_at: Instant::now(),
         }
     }
 
-    /// Wait for `planned` (or, in queries mode, until every worker is done). False when
-    /// interrupted.
+    /// Wait for `planned` (or, in queries mode, until every worker is done). Some: why it
+    /// stopped early.
     fn wait(
         &mut self,
         planned: Duration,
         measuring: bool,
         on_tick: &mut dyn FnMut(&TrialProgress),
         quota: Option<(u64, usize)>,
-    ) -> bool {
+    ) -> Option<Stop> {
         let start = Instant::now();
         loop {
             if crate::interrupt::requested() {
-                return false;
+                return Some(Stop::Interrupted);
+            }
+            if let Some(why) = self.watch.as_ref().and_then(|w| w()) {
+                return Some(Stop::Watch(why));
             }
             let elapsed = start.elapsed();
             let done = match quota {
@@ -204,7 +229,7 @@ impl<'a> Sampler<'a> {
                 }
             };
             if done {
-                return true;
+                return None;
             }
             let step = Duration::from_millis(100).min(
                 planned
@@ -258,7 +283,7 @@ fn summarize(reports: Vec<WorkerReport>, before: &Snapshot, after: &Snapshot) ->
             bail!("every query of the trial failed: {msg}");
         }
         if let Some(f) = fatal.first() {
-            bail!("every client lost its connection: {f}");
+            return Err(ServerLost(format!("every client lost its connection: {f}")).into());
         }
         bail!("no query completed during the measured window: lengthen --duration");
     }

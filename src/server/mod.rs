@@ -38,6 +38,14 @@ pub fn validate_identifier(what: &str, s: &str) -> Result<()> {
     Ok(())
 }
 
+/// A server identity made file-safe: the key of its journals.
+pub fn key_of(identity: &str) -> String {
+    identity
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect()
+}
+
 /// How to start a managed server (flag-free; built by `config`).
 #[derive(Debug, Clone, Default)]
 pub struct ManagedConfig {
@@ -135,7 +143,26 @@ pub trait Admin: Send {
     fn install_plugin(&mut self, plugin: &Plugin) -> Result<String>;
     /// Remove a plugin; Ok(None) when it was not installed.
     fn uninstall_plugin(&mut self, soname: &str) -> Result<Option<String>>;
+    /// What names this server however it is reached (socket or TCP, any host name, any
+    /// client machine): its UUID, or host name + port + datadir.
+    fn identity(&mut self) -> Result<String>;
+    /// Take the server-wide run lock without waiting; held until this connection closes.
+    /// Ok(false): another connection holds it.
+    fn try_run_lock(&mut self) -> Result<bool>;
+    /// Who holds the run lock (host and how long), when someone does.
+    fn run_lock_holder(&mut self) -> Result<Option<String>>;
+    /// Keep a copy of the journal on the server, in `schema` (replacing this server's).
+    fn save_server_journal(&mut self, schema: &str, key: &str, journal: &str) -> Result<()>;
+    /// Every copy of this server's journal kept on it: (schema, journal text).
+    fn load_server_journals(&mut self, key: &str) -> Result<Vec<(String, String)>>;
+    /// Remove the copy kept in `schema`.
+    fn delete_server_journal(&mut self, schema: &str, key: &str) -> Result<()>;
 }
+
+/// The server stopped answering (its connection is gone), as opposed to refusing a statement.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct ServerLost(pub String);
 
 /// One server family's way of reaching, preparing and restarting a server.
 pub trait Engine: Send + Sync {
@@ -176,6 +203,8 @@ pub struct Server {
     pub server_pid: Option<u32>,
     /// The server's datadir when it is on this machine (log files are resolved against it).
     pub local_datadir: Option<PathBuf>,
+    /// What names this server however it is reached (`Admin::identity`).
+    pub identity: String,
     engine: Box<dyn Engine>,
 }
 
@@ -198,6 +227,7 @@ impl Server {
             }
         };
         let (server_pid, local_datadir) = engine.locate();
+        let identity = engine.admin()?.identity()?;
         let schema = config
             .schema
             .clone()
@@ -209,6 +239,7 @@ impl Server {
             server_version,
             server_pid,
             local_datadir,
+            identity,
             engine,
         })
     }
@@ -228,19 +259,10 @@ impl Server {
         self.spec.redacted()
     }
 
-    /// A key naming this server in the journal directory: its socket, or host and port, made
-    /// file-safe. Not the user or database: one server has one journal, however it is reached.
+    /// A key naming this server in journals: its identity, made file-safe. Not the URL: one
+    /// server has one journal, however and from wherever it is reached.
     pub fn journal_key(&self) -> String {
-        let id = match &self.spec {
-            TargetSpec::Mysql(u) => match &u.socket {
-                Some(sock) => format!("socket-{}", sock.display()),
-                None => format!("tcp-{}-{}", u.host, u.port),
-            },
-            TargetSpec::Managed(_) => self.label(),
-        };
-        id.chars()
-            .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
-            .collect()
+        key_of(&self.identity)
     }
 
     /// A new admin connection.

@@ -93,6 +93,31 @@ pub struct PreparedWorkload {
     pub workload: Workload,
     /// Largest id per sbtest table, as found or created.
     pub max_ids: Vec<u64>,
+    /// Per sbtest table: whether dbtax created it (false: found and reused as it was).
+    pub created: Vec<bool>,
+}
+
+impl PreparedWorkload {
+    /// The JSON results record: the description, plus the tables as found.
+    pub fn to_json(&self) -> serde_json::Value {
+        let mut v = self.workload.to_json();
+        if !self.max_ids.is_empty() {
+            v["tables_found"] = self
+                .max_ids
+                .iter()
+                .zip(&self.created)
+                .enumerate()
+                .map(|(i, (max_id, created))| {
+                    serde_json::json!({
+                        "table": format!("sbtest{}", i + 1),
+                        "max_id": max_id,
+                        "created": created,
+                    })
+                })
+                .collect();
+        }
+        v
+    }
 }
 
 impl Workload {

@@ -3,7 +3,7 @@
 
 use super::{clean_error, global_status, global_vars, grants_text, set_global_sql};
 use crate::server::catalog::{Feature, Plugin};
-use crate::server::{Admin, Support, SupportContext};
+use crate::server::{Admin, ServerLost, Support, SupportContext};
 use anyhow::Result;
 use mysql::prelude::Queryable;
 use std::collections::BTreeMap;
@@ -21,9 +21,7 @@ impl MysqlAdmin {
     }
 
     fn run(&mut self, sql: String) -> Result<String> {
-        self.conn
-            .query_drop(&sql)
-            .map_err(|e| anyhow::anyhow!("{sql}: {}", clean_error(&e)))?;
+        self.conn.query_drop(&sql).map_err(|e| failed(&sql, e))?;
         Ok(sql)
     }
 
@@ -43,6 +41,14 @@ impl MysqlAdmin {
         // MySQL has no ALL_PLUGINS: look for the library when the server is local.
         let dir: Option<String> = self.conn.query_first("SELECT @@plugin_dir").ok().flatten();
         local && dir.is_some_and(|d| PathBuf::from(d).join(format!("{}.so", p.soname)).exists())
+    }
+}
+
+/// A statement's failure: `ServerLost` when the connection is gone, else the server's words.
+fn failed(sql: &str, e: mysql::Error) -> anyhow::Error {
+    match e {
+        mysql::Error::MySqlError(_) => anyhow::anyhow!("{sql}: {}", clean_error(&e)),
+        other => ServerLost(clean_error(&other)).into(),
     }
 }
 
@@ -75,7 +81,7 @@ impl Admin for MysqlAdmin {
             Ok(()) => Ok(Some(sql)),
             // 1193: unknown system variable (its plugin is already gone).
             Err(mysql::Error::MySqlError(e)) if e.code == 1193 => Ok(None),
-            Err(e) => Err(anyhow::anyhow!("{sql}: {}", clean_error(&e))),
+            Err(e) => Err(failed(&sql, e)),
         }
     }
 
@@ -186,14 +192,111 @@ impl Admin for MysqlAdmin {
         self.run(sql)
     }
 
+    fn identity(&mut self) -> Result<String> {
+        self.identity_of()
+    }
+
+    fn try_run_lock(&mut self) -> Result<bool> {
+        let got: Option<Option<i64>> =
+            self.conn.exec_first("SELECT GET_LOCK(?, 0)", (RUN_LOCK,))?;
+        Ok(got.flatten() == Some(1))
+    }
+
+    fn run_lock_holder(&mut self) -> Result<Option<String>> {
+        let id: Option<Option<u64>> = self
+            .conn
+            .exec_first("SELECT IS_USED_LOCK(?)", (RUN_LOCK,))?;
+        let Some(id) = id.flatten() else {
+            return Ok(None);
+        };
+        let row: Option<(Option<String>, Option<String>, Option<u64>)> = self.conn.exec_first(
+            "SELECT USER, HOST, TIME FROM information_schema.PROCESSLIST WHERE ID = ?",
+            (id,),
+        )?;
+        Ok(Some(match row {
+            Some((user, host, secs)) => format!(
+                "connection {id} of {}@{}, connected {} s ago",
+                user.unwrap_or_default(),
+                host.unwrap_or_default(),
+                secs.unwrap_or(0)
+            ),
+            None => format!("connection {id}"),
+        }))
+    }
+
+    fn save_server_journal(&mut self, schema: &str, key: &str, journal: &str) -> Result<()> {
+        let table = format!("{}.{JOURNAL_TABLE}", super::quote_ident(schema));
+        self.run(format!(
+            "CREATE TABLE IF NOT EXISTS {table} (server VARCHAR(255) NOT NULL PRIMARY KEY, \
+             journal LONGTEXT NOT NULL, saved_at TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP)"
+        ))?;
+        self.conn
+            .exec_drop(
+                format!("REPLACE INTO {table} (server, journal) VALUES (?, ?)"),
+                (key, journal),
+            )
+            .map_err(|e| anyhow::anyhow!("saving the journal on the server: {}", clean_error(&e)))
+    }
+
+    fn load_server_journals(&mut self, key: &str) -> Result<Vec<(String, String)>> {
+        let schemas: Vec<String> = self.conn.exec(
+            "SELECT TABLE_SCHEMA FROM information_schema.TABLES WHERE TABLE_NAME = ?",
+            (JOURNAL_TABLE,),
+        )?;
+        let mut out = vec![];
+        for schema in schemas {
+            let table = format!("{}.{JOURNAL_TABLE}", super::quote_ident(&schema));
+            let rows: Vec<String> = self
+                .conn
+                .exec(
+                    format!("SELECT journal FROM {table} WHERE server = ?"),
+                    (key,),
+                )
+                .unwrap_or_default();
+            out.extend(rows.into_iter().map(|j| (schema.clone(), j)));
+        }
+        Ok(out)
+    }
+
+    fn delete_server_journal(&mut self, schema: &str, key: &str) -> Result<()> {
+        let table = format!("{}.{JOURNAL_TABLE}", super::quote_ident(schema));
+        self.conn
+            .exec_drop(format!("DELETE FROM {table} WHERE server = ?"), (key,))
+            .map_err(|e| anyhow::anyhow!("removing the journal on the server: {}", clean_error(&e)))
+    }
+
     fn uninstall_plugin(&mut self, soname: &str) -> Result<Option<String>> {
         let sql = self.uninstall_sql(soname);
         match self.conn.query_drop(&sql) {
             Ok(()) => Ok(Some(sql)),
             // 1305: does not exist (never installed, or already removed).
             Err(mysql::Error::MySqlError(e)) if e.code == 1305 => Ok(None),
-            Err(e) => Err(anyhow::anyhow!("{sql}: {}", clean_error(&e))),
+            Err(e) => Err(failed(&sql, e)),
         }
+    }
+}
+
+/// The server-wide name of dbtax's run lock (GET_LOCK names are per server, not per schema).
+const RUN_LOCK: &str = "dbtax.run";
+/// The table that keeps the journal on the server, in dbtax's schema.
+const JOURNAL_TABLE: &str = "dbtax_journal";
+
+impl MysqlAdmin {
+    fn identity_of(&mut self) -> Result<String> {
+        let v = global_vars(
+            &mut self.conn,
+            &["server_uuid", "hostname", "port", "datadir"],
+        )?;
+        let get = |k: &str| v.get(k).cloned().unwrap_or_default();
+        Ok(match v.get("server_uuid") {
+            Some(uuid) if !uuid.is_empty() => format!("mysql-{uuid}"),
+            _ => format!(
+                "mysql-{}-{}-{}",
+                get("hostname"),
+                get("port"),
+                get("datadir")
+            ),
+        })
     }
 }
 

@@ -82,14 +82,41 @@ fn running_as_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
-/// A short, private directory: the socket path must stay under the kernel's 108 bytes.
-fn make_private_dir() -> Result<PathBuf> {
+/// Where managed servers live: the temporary directory, unless its path is too long for a
+/// unix socket (the kernel allows 108 bytes).
+fn base_dir() -> PathBuf {
     let base = std::env::temp_dir();
-    let base = if base.as_os_str().len() > 40 {
+    if base.as_os_str().len() > 40 {
         PathBuf::from("/tmp")
     } else {
         base
+    }
+}
+
+/// Remove the folders of managed servers whose dbtax is gone (killed with -9: nothing ran to
+/// clean up). A folder is `dbtax-<pid>-<n>`; its owner is gone when no process has that pid.
+fn remove_stale_dirs() {
+    let Ok(entries) = std::fs::read_dir(base_dir()) else {
+        return;
     };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name
+            .strip_prefix("dbtax-")
+            .and_then(|r| r.split('-').next())
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if !Path::new(&format!("/proc/{pid}")).exists() && e.path().join("data").is_dir() {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
+}
+
+/// A short, private directory: the socket path must stay under the kernel's 108 bytes.
+fn make_private_dir() -> Result<PathBuf> {
+    let base = base_dir();
     for n in 0..1000u32 {
         let d = base.join(format!("dbtax-{}-{n}", std::process::id()));
         match std::fs::create_dir(&d) {
@@ -108,11 +135,25 @@ impl ManagedServer {
     /// Initialize a datadir and start the server; returns once it answers on its socket.
     pub fn start(config: &ManagedConfig) -> Result<ManagedServer> {
         let bin = find_server_bin(config.server_bin.as_deref())?;
-        let version_line = Command::new(&bin)
+        let version = Command::new(&bin)
             .arg("--version")
             .output()
-            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
             .with_context(|| format!("running {} --version", bin.display()))?;
+        let version_line = String::from_utf8_lossy(&version.stdout).trim().to_string();
+        if !version.status.success() || !version_line.contains("Ver") {
+            return Err(usage(format!(
+                "{} is not a MariaDB or MySQL server: `{} --version` {} and printed {:?}. \
+                 Pass --server-bin the path of mariadbd or mysqld",
+                bin.display(),
+                bin.display(),
+                version.status,
+                format!("{version_line}{}", String::from_utf8_lossy(&version.stderr))
+                    .lines()
+                    .next()
+                    .unwrap_or("")
+            )));
+        }
+        remove_stale_dirs();
         let dir = make_private_dir()?;
         let mut server = ManagedServer {
             dir,

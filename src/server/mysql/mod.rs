@@ -14,6 +14,7 @@ use crate::error::usage;
 use crate::workload::{PreparedWorkload, Workload, WorkloadKind};
 use managed::ManagedServer;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use ::mysql::prelude::Queryable;
 use anyhow::{Context, Result};
@@ -65,9 +66,20 @@ pub struct MysqlEngine {
     family: Family,
 }
 
+/// How long an admin statement may wait on a server that does not answer (a frozen or
+/// half-dead server must not hang dbtax, or its Ctrl-C, forever).
+const ADMIN_TIMEOUT: Duration = Duration::from_secs(20);
+/// The same for a client's statement; longer, since a user's query may be slow.
+const CLIENT_TIMEOUT: Duration = Duration::from_secs(60);
+
 impl MysqlEngine {
     fn conn(&self, schema: Option<&str>) -> Result<::mysql::Conn> {
-        let opts = self.base_opts.clone().db_name(schema.map(str::to_string));
+        let opts = self
+            .base_opts
+            .clone()
+            .db_name(schema.map(str::to_string))
+            .read_timeout(Some(ADMIN_TIMEOUT))
+            .write_timeout(Some(ADMIN_TIMEOUT));
         Ok(::mysql::Conn::new(opts)?)
     }
 
@@ -107,6 +119,8 @@ impl Engine for MysqlEngine {
                 .base_opts
                 .clone()
                 .db_name(Some(schema.to_string()))
+                .read_timeout(Some(CLIENT_TIMEOUT))
+                .write_timeout(Some(CLIENT_TIMEOUT))
                 .into(),
             workload,
         })
@@ -115,16 +129,17 @@ impl Engine for MysqlEngine {
     fn prepare(&self, schema: &str, workload: &Workload, quiet: bool) -> Result<PreparedWorkload> {
         self.ensure_schema(schema)?;
         let conn = || self.conn(Some(schema));
-        let max_ids = match workload.kind {
+        let (max_ids, created) = match workload.kind {
             WorkloadKind::Query => {
                 query::run_setup(&mut conn()?, &workload.setup)?;
-                vec![]
+                (vec![], vec![])
             }
             _ => oltp::prepare_tables(&conn, schema, workload.tables, workload.table_size, quiet)?,
         };
         Ok(PreparedWorkload {
             workload: workload.clone(),
             max_ids,
+            created,
         })
     }
 

@@ -14,6 +14,8 @@ use mysql::{Conn, Statement};
 const RANGE_SIZE: u64 = 100;
 const POINT_SELECTS: usize = 10;
 const INSERT_BATCH: u64 = 1000;
+/// Tables are filled under this suffix and renamed when complete.
+const STAGING_SUFFIX: &str = "_dbtax_staging";
 
 /// Create sbtest1..N with `size` rows each when absent; reuse existing tables (sysbench's) as
 /// they are. Returns each table's largest id. Tables are filled in parallel, secondary index
@@ -24,7 +26,7 @@ pub fn prepare_tables(
     tables: u32,
     size: u64,
     quiet: bool,
-) -> Result<Vec<u64>> {
+) -> Result<(Vec<u64>, Vec<bool>)> {
     let mut conn = connect()?;
     let mut max_ids = vec![0u64; tables as usize];
     let mut missing = vec![];
@@ -78,24 +80,31 @@ pub fn prepare_tables(
             t + 1
         )));
     }
-    Ok(max_ids)
+    let created = (1..=tables).map(|t| missing.contains(&t)).collect();
+    Ok((max_ids, created))
 }
 
+/// Build sbtestN under a staging name and rename it into place when it is complete: a
+/// preparation killed half-way leaves only the staging table (dropped and rebuilt next
+/// time), never a half-filled sbtestN that a later run would take as complete.
 fn create_table(connect: &(dyn Fn() -> Result<Conn> + Sync), t: u32, size: u64) -> Result<()> {
     let mut conn = connect()?;
+    let staging = format!("sbtest{t}{STAGING_SUFFIX}");
+    conn.query_drop(format!("DROP TABLE IF EXISTS {staging}"))
+        .map_err(|e| usage(format!("cannot drop {staging}: {}", clean_error(&e))))?;
     conn.query_drop(format!(
-        "CREATE TABLE sbtest{t} (id INTEGER NOT NULL AUTO_INCREMENT, k INTEGER DEFAULT '0' NOT NULL, \
+        "CREATE TABLE {staging} (id INTEGER NOT NULL AUTO_INCREMENT, k INTEGER DEFAULT '0' NOT NULL, \
          c CHAR(120) DEFAULT '' NOT NULL, pad CHAR(60) DEFAULT '' NOT NULL, PRIMARY KEY (id)) \
          ENGINE=InnoDB"
     ))
-    .map_err(|e| usage(format!("cannot create table sbtest{t}: {}", clean_error(&e))))?;
+    .map_err(|e| usage(format!("cannot create table {staging}: {}", clean_error(&e))))?;
     let mut rng = Rng::from_time(t as u64);
     let (mut c, mut pad) = (String::new(), String::new());
     let mut sql = String::with_capacity(200 * INSERT_BATCH as usize);
     let mut id = 1u64;
     while id <= size {
         sql.clear();
-        sql.push_str(&format!("INSERT INTO sbtest{t} (id, k, c, pad) VALUES "));
+        sql.push_str(&format!("INSERT INTO {staging} (id, k, c, pad) VALUES "));
         let end = (id + INSERT_BATCH - 1).min(size);
         for i in id..=end {
             rng.sysbench_string(10, &mut c);
@@ -109,7 +118,8 @@ fn create_table(connect: &(dyn Fn() -> Result<Conn> + Sync), t: u32, size: u64) 
         conn.query_drop(&sql)?;
         id = end + 1;
     }
-    conn.query_drop(format!("CREATE INDEX k_{t} ON sbtest{t}(k)"))?;
+    conn.query_drop(format!("CREATE INDEX k_{t} ON {staging}(k)"))?;
+    conn.query_drop(format!("RENAME TABLE {staging} TO sbtest{t}"))?;
     Ok(())
 }
 

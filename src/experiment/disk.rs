@@ -1,0 +1,125 @@
+//! The disk guard: a busy server's general, slow or audit log grows by megabytes per second.
+//! Before every trial — the first of each variant too, from a short probe with its settings
+//! on — the expected growth is checked against the log's filesystem (at least 10% must stay
+//! free) and `--max-log-bytes`; while a trial runs, a watch stops it the moment either limit
+//! is reached.
+
+use crate::load::Watch;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// Never let the log's filesystem fall under this share of free space.
+pub const MIN_FREE_FRACTION: f64 = 0.10;
+/// Expected growth is multiplied by this before it is compared with the room left: a trial
+/// can run faster than the one it is estimated from.
+pub const SAFETY_FACTOR: f64 = 2.0;
+
+/// The limits of one run.
+#[derive(Debug, Clone)]
+pub struct DiskGuard {
+    /// The feature log files (local paths).
+    pub files: Vec<PathBuf>,
+    /// `--max-log-bytes`.
+    pub max_bytes: Option<u64>,
+}
+
+fn mb(b: u64) -> u64 {
+    b / 1_000_000
+}
+
+impl DiskGuard {
+    /// Current total size of the log files.
+    pub fn size(&self) -> u64 {
+        self.files
+            .iter()
+            .map(|p| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0))
+            .sum()
+    }
+
+    /// Why a trial expected to write `expected` bytes must not start, after `grown` bytes
+    /// so far in this run. None: it may.
+    pub fn refuse(&self, grown: u64, expected: u64) -> Option<String> {
+        let expected = (expected as f64 * SAFETY_FACTOR) as u64;
+        if let Some(max) = self.max_bytes
+            && grown + expected > max
+        {
+            return Some(format!(
+                "stopped before the next trial: the feature logs have grown by {} MB and the \
+                 next trial would write about {} MB more, past --max-log-bytes ({} MB)",
+                mb(grown),
+                mb(expected),
+                mb(max)
+            ));
+        }
+        for f in &self.files {
+            let dir = f.parent().unwrap_or(f);
+            if let Some((free, total)) = crate::host::fs_space(dir)
+                && (free.saturating_sub(expected) as f64) < MIN_FREE_FRACTION * total as f64
+            {
+                return Some(format!(
+                    "stopped before the next trial: the filesystem of {} has {} MB free of {} MB, \
+                     and a trial writes about {} MB of log; dbtax keeps at least 10% free",
+                    dir.display(),
+                    mb(free),
+                    mb(total),
+                    mb(expected)
+                ));
+            }
+        }
+        None
+    }
+
+    /// A watch for one trial: stops it when the filesystem reaches 90% or the run's growth
+    /// (`grown` before the trial, plus the files' growth since now) passes the limit.
+    pub fn watch(&self, grown: u64) -> Option<Watch> {
+        if self.files.is_empty() {
+            return None;
+        }
+        let guard = self.clone();
+        let start = self.size();
+        Some(Arc::new(move || {
+            let now = guard.size();
+            let total_growth = grown + now.saturating_sub(start);
+            if let Some(max) = guard.max_bytes
+                && total_growth > max
+            {
+                return Some(format!(
+                    "stopped during a trial: the feature logs grew by {} MB, past \
+                     --max-log-bytes ({} MB)",
+                    mb(total_growth),
+                    mb(max)
+                ));
+            }
+            guard.files.iter().find_map(|f| {
+                let dir = f.parent().unwrap_or(f);
+                let (free, total) = crate::host::fs_space(dir)?;
+                ((free as f64) < MIN_FREE_FRACTION * total as f64).then(|| {
+                    format!(
+                        "stopped during a trial: the filesystem of {} is down to {} MB free of \
+                         {} MB; dbtax keeps at least 10% free",
+                        dir.display(),
+                        mb(free),
+                        mb(total)
+                    )
+                })
+            })
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_byte_limit_counts_what_a_trial_would_add() {
+        let g = DiskGuard {
+            files: vec![],
+            max_bytes: Some(10_000_000),
+        };
+        assert!(g.refuse(0, 1_000_000).is_none());
+        // 8 MB grown + 2 × 1.5 MB expected > 10 MB.
+        assert!(g.refuse(8_000_000, 1_500_000).is_some());
+        assert!(g.watch(0).is_none(), "no files, nothing to watch");
+    }
+}
