@@ -48,7 +48,16 @@ pub fn run(args: RestoreArgs) -> Result<()> {
     let target = Server::open(&config)?;
     let mut admin = target.admin()?;
     // The run lock: never restore under a run that is still working (it restores itself).
-    if !admin.try_run_lock()? {
+    // A run killed a moment ago may hold it until the server notices its connection closed.
+    let mut locked = admin.try_run_lock()?;
+    for _ in 0..30 {
+        if locked {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        locked = admin.try_run_lock()?;
+    }
+    if !locked {
         let holder = admin.run_lock_holder()?.unwrap_or_default();
         return Err(usage(format!(
             "a dbtax run is working on {} ({holder}); it restores by itself when it ends",

@@ -244,7 +244,8 @@ pub fn ensure_no_pending_journal(server: &Server) -> Result<Option<PathBuf>> {
     if let Some(j) = Journal::load(&p).map_err(|e| usage(format!("{e:#}")))? {
         if j.writer_alive() {
             return Err(usage(format!(
-                "another dbtax (pid {}) is running an experiment on {}; wait for it to finish",
+                "another dbtax (pid {}) is running an experiment on {}; wait for it to finish. \
+                 Nothing was changed",
                 j.pid,
                 server.label()
             )));
