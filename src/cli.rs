@@ -208,9 +208,17 @@ pub struct RunArgs {
     /// Output directory (default ./dbtax-results/<timestamp>-<name>/).
     #[arg(long, short = 'o')]
     pub out: Option<PathBuf>,
-    /// Seed for the trial order (default: from the clock).
+    /// Seed for the trial order (default: from the clock; results.json records it, so a run
+    /// can be replayed).
     #[arg(long)]
     pub seed: Option<u64>,
+    /// The thread count the headline is about (default: the highest); fixed before the run,
+    /// never picked from the results.
+    #[arg(long, value_name = "N")]
+    pub headline_threads: Option<u32>,
+    /// Skip the warm-up round (every variant once at every thread count, not counted).
+    #[arg(long)]
+    pub no_warmup_round: bool,
     /// Print the plan and the exact statements; change nothing.
     #[arg(long)]
     pub dry_run: bool,

@@ -82,10 +82,23 @@ pub fn now_rfc3339() -> String {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs())
         .unwrap_or(0);
+    rfc3339(secs, None)
+}
+
+/// The current UTC time with milliseconds, e.g. 2026-11-30T10:15:00.123Z.
+pub fn now_rfc3339_ms() -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    rfc3339(now.as_secs(), Some(now.subsec_millis()))
+}
+
+fn rfc3339(secs: u64, millis: Option<u32>) -> String {
     let (days, rem) = (secs / 86_400, secs % 86_400);
     let (y, m, d) = civil_from_days(days as i64);
+    let frac = millis.map(|ms| format!(".{ms:03}")).unwrap_or_default();
     format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}{frac}Z",
         rem / 3600,
         rem % 3600 / 60,
         rem % 60

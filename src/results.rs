@@ -23,6 +23,19 @@ pub struct LatencyMs {
 /// One measured run of one variant at one thread count.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct Trial {
+    /// The block (round) it belongs to, from 0: trials of one block are paired.
+    #[serde(default)]
+    pub block: u32,
+    /// Its place within the block, from 0.
+    #[serde(default)]
+    pub position: u32,
+    /// When it started (RFC 3339 UTC, milliseconds).
+    #[serde(default)]
+    pub started_at: String,
+    /// The variant of the trial run just before it (the warm-up round's included): what a
+    /// carry-over would come from. Absent for the very first trial.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<String>,
     /// Statements per second over the measured window.
     pub qps: f64,
     /// Events (transactions for OLTP mixes, statement lists for `query`) per second.
@@ -44,6 +57,10 @@ pub struct Trial {
     pub server_cpu_us_per_query: Option<f64>,
     /// Growth of the feature's log files per statement, bytes; null when unknown.
     pub log_bytes_per_query: Option<f64>,
+    /// Other clients' statements during the trial, in percent of dbtax's own (from the
+    /// server's `Questions`), when above 5%: the server CPU per query is then withheld.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub other_clients_pct: Option<f64>,
     /// Server status counters that matter (Com_*, Innodb_data_fsyncs, Binlog_bytes_written),
     /// as increments per statement over the measured window.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -121,12 +138,27 @@ pub struct VariantInfo {
 pub struct Overhead {
     /// 100 × (1 − qps_variant / qps_baseline): positive means the feature costs throughput.
     pub pct: f64,
-    /// 95% confidence interval of `pct`, [low, high].
+    /// 95% confidence interval of `pct`, [low, high] (per interval, not adjusted).
     pub ci95_pct: [f64; 2],
-    /// Whether the interval excludes 0 (otherwise: "within noise").
+    /// Whether the overhead differs from 0 with Holm's adjustment over every interval the
+    /// experiment reports (otherwise: "within noise").
     pub significant: bool,
     /// Paired blocks the estimate is based on.
     pub blocks: u32,
+    /// Two-sided p-value of "no overhead" (t test on the paired log ratios), unadjusted.
+    #[serde(default = "one")]
+    pub p_value: f64,
+    /// The Hodges–Lehmann estimate of the same paired log ratios with its signed-rank 95%
+    /// interval, in percent; null below 6 blocks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub robust: Option<Estimate>,
+    /// Blocks (numbers, from 0) whose paired ratio is an outlier (modified z-score > 3.5).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub outlier_blocks: Vec<u32>,
+}
+
+fn one() -> f64 {
+    1.0
 }
 
 /// All trials of one (variant, threads).
@@ -201,6 +233,12 @@ pub struct Results {
     pub host: HostInfo,
     /// The workload, as run.
     pub workload: serde_json::Value,
+    /// The seed of the trial order: the same seed replays the same order.
+    #[serde(default)]
+    pub seed: u64,
+    /// The thread count the headline is about, fixed before the run.
+    #[serde(default)]
+    pub headline_threads: u32,
     /// Measured seconds per trial.
     pub trial_s: f64,
     /// Settle seconds after each switch.
@@ -214,4 +252,12 @@ pub struct Results {
     pub cells: Vec<Cell>,
     /// Things the reader should know (noisy client, cells short of the precision goal...).
     pub warnings: Vec<String>,
+    /// The carry-over estimate: how much slower (%) a trial runs right after a trial of a
+    /// non-baseline variant than after the baseline, with its 95% interval. Paired ratios are
+    /// corrected for it. Null when the order gives no way to tell.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub carry_over_pct: Option<Estimate>,
+    /// How many intervals the Holm adjustment of `significant` was made over.
+    #[serde(default)]
+    pub intervals: u32,
 }

@@ -26,6 +26,8 @@ struct ExperimentFile {
     max_log_bytes: Option<String>,
     seed: Option<u64>,
     queries_per_trial: Option<u64>,
+    headline_threads: Option<u32>,
+    warmup_round: Option<bool>,
     #[serde(default)]
     server_opts: Vec<String>,
     #[serde(default)]
@@ -170,6 +172,10 @@ pub fn from_toml(text: &str, default_name: &str) -> Result<Experiment> {
         exp.seed = s;
     }
     exp.queries_per_trial = f.queries_per_trial;
+    exp.headline_threads = f.headline_threads;
+    if let Some(w) = f.warmup_round {
+        exp.warmup_round = w;
+    }
     exp.managed_server_opts = f.server_opts;
     if !f.variant.is_empty() && !f.factor.is_empty() {
         return Err(usage("use [[variant]] or [[factor]] sections, not both"));

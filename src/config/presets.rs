@@ -68,6 +68,8 @@ fn base(name: &str, workload: Workload, threads: Vec<u32>, repeats: u32) -> Expe
         seed: super::run::new_seed(),
         queries_per_trial: None,
         managed_server_opts: vec![],
+        headline_threads: None,
+        warmup_round: true,
     }
 }
 

@@ -50,6 +50,12 @@ pub fn experiment(args: &RunArgs) -> Result<Experiment> {
     if let Some(m) = args.max_log_bytes {
         exp.max_log_bytes = Some(m);
     }
+    if args.headline_threads.is_some() {
+        exp.headline_threads = args.headline_threads;
+    }
+    if args.no_warmup_round {
+        exp.warmup_round = false;
+    }
     if !args.features.is_empty() {
         exp.variants = variants_for_features(&args.features);
     }

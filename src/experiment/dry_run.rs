@@ -8,7 +8,9 @@ use anyhow::Result;
 /// The dry-run text for `exp` planned on the server `label` (`version`).
 pub fn render(exp: &Experiment, label: &str, version: &str, plan: &Plan) -> Result<String> {
     let blocks = exp.planned_blocks() as usize;
-    let trials = blocks * exp.threads.len() * exp.variants.len();
+    let round = exp.threads.len() * exp.variants.len();
+    let warmups = if exp.warmup_round { round } else { 0 };
+    let trials = blocks * round + warmups;
     let secs = super::order::trial_estimate(exp.trial, exp.warmup).as_secs_f64() * trials as f64;
     let mut s = format!("Experiment '{}' on {label} ({version})\n", exp.name);
     s += &format!("  workload   {}\n", serde_json::to_string(&exp.workload)?);
@@ -26,9 +28,18 @@ pub fn render(exp: &Experiment, label: &str, version: &str, plan: &Plan) -> Resu
         },
         secs
     );
+    if exp.warmup_round {
+        s += &format!(
+            "  warm-up    every variant once at every thread count first ({warmups} trials, not counted)\n"
+        );
+    }
     s += &format!(
-        "  order      blocks of every variant in random order (seed {})\n",
+        "  order      blocks of every variant, orders from a Williams design, thread counts shuffled per round (seed {})\n",
         exp.seed
+    );
+    s += &format!(
+        "  headline   at {} threads (fixed before the run)\n",
+        exp.headline_threads()
     );
     for n in &plan.notes {
         s += &format!("  note       {n}\n");

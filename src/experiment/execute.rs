@@ -94,6 +94,9 @@ pub fn execute(
     // One run per server: the lock is taken before the tables are prepared.
     let mut switcher = Switcher::lock(&server, &started_at)?;
     let prepared = server.prepare(&exp.workload, opts.json)?;
+    if prepared.created.contains(&true) {
+        wait_until_quiet(&server, display);
+    }
     switcher.begin(&plan.plugins, &plan.touched)?;
     let originals = switcher.originals();
     if plan.log_files.len() < plan.log_file_vars.len() {
@@ -127,6 +130,8 @@ pub fn execute(
     let error = match outcome {
         Ok(o) => {
             results.cells = o.cells;
+            results.carry_over_pct = o.carry_over_pct;
+            results.intervals = o.intervals;
             results
                 .warnings
                 .extend(o.warnings.iter().map(|w| w.to_string()));
@@ -156,6 +161,27 @@ pub fn execute(
         reports_written,
         error,
     })
+}
+
+/// After filling tables the server still works (purge, flushing dirty pages): wait until its
+/// CPU stays under a tenth of a core for two half-second windows (at most 30 s), so the
+/// first trials do not meet a busy server. Only when its process is on this machine.
+fn wait_until_quiet(server: &Server, display: &mut dyn Observer) {
+    let Some(mut last) = server.server_cpu_us() else {
+        return;
+    };
+    display.status("waiting for the server to go quiet after preparing the tables");
+    let window = std::time::Duration::from_millis(500);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let mut quiet = 0;
+    while quiet < 2 && std::time::Instant::now() < deadline && crate::interrupt::sleep(window) {
+        let Some(now) = server.server_cpu_us() else {
+            return;
+        };
+        let busy = now.saturating_sub(last) as f64 / window.as_micros() as f64;
+        quiet = if busy < 0.1 { quiet + 1 } else { 0 };
+        last = now;
+    }
 }
 
 /// results.json before the first trial: what is measured, on what, with which settings.
@@ -188,9 +214,13 @@ fn header(
         trial_s: exp.trial.as_secs_f64(),
         warmup_s: exp.warmup.as_secs_f64(),
         queries_per_trial: exp.queries_per_trial,
+        seed: exp.seed,
+        headline_threads: exp.headline_threads(),
         variants: variant_infos(plan, originals),
         cells: vec![],
         warnings: vec![],
+        carry_over_pct: None,
+        intervals: 0,
     }
 }
 

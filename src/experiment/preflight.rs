@@ -68,6 +68,16 @@ pub fn preflight(exp: &Experiment, server: &Server, restart_cmd: Option<&str>) -
         .flat_map(|f| f.log_file_vars.iter().copied())
         .collect();
     let log_files = log_files(admin.as_mut(), server, &log_file_vars)?;
+    for f in &log_files {
+        let dir = f.parent().unwrap_or(f);
+        if std::fs::read_dir(dir).is_err() {
+            notes.push(format!(
+                "dbtax cannot read {} (run it as a user who can): log bytes per query will be \
+                 unknown and the disk guard cannot watch that log",
+                dir.display()
+            ));
+        }
+    }
     let plugins: Vec<_> = features.iter().filter_map(|f| f.plugin).collect();
     let statements = statements(admin.as_ref(), &variants, &touched, &current, &plugins);
     Ok(Plan {

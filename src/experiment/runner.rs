@@ -3,7 +3,7 @@
 //! and handed to the observer (which rewrites results.json and shows progress: an
 //! interruption loses nothing).
 
-use super::order::{self, Block};
+use super::order::{self, Block, Orders};
 use super::spec::{Experiment, MAX_BLOCKS, MIN_BLOCKS, StopRule};
 use super::warnings::Warning;
 use crate::load::TrialProgress;
@@ -62,6 +62,10 @@ impl Observer for Silent {}
 pub struct Outcome {
     /// Final cells.
     pub cells: Vec<Cell>,
+    /// The carry-over estimate the overheads were corrected by.
+    pub carry_over_pct: Option<crate::results::Estimate>,
+    /// The intervals Holm's adjustment was made over.
+    pub intervals: u32,
     /// Things the reader should know (e.g. cells short of the precision goal).
     pub warnings: Vec<Warning>,
 }
@@ -94,20 +98,46 @@ pub fn run(
         .collect();
     let started = Instant::now();
     let per_trial = order::trial_estimate(exp.trial, exp.warmup);
-    let mut planned = exp.threads.len() * nv * exp.planned_blocks() as usize;
+    let mut orders = Orders::new(nv, &exp.threads, &mut rng);
+    let warmup_trials = if exp.warmup_round {
+        exp.threads.len() * nv
+    } else {
+        0
+    };
+    let mut planned = warmup_trials + exp.threads.len() * nv * exp.planned_blocks() as usize;
     let mut index = 0usize;
-    let mut summaries = summarize(&cells);
+    let mut previous: Option<usize> = None;
+    if exp.warmup_round {
+        observer.status("warm-up round: every variant once at every thread count, not counted");
+        for Block { threads, order } in orders.round(&exp.threads, &mut rng) {
+            for v in order {
+                crate::interrupt::check()?;
+                let name = &exp.variants[v].name;
+                observer.trial_starting(index, planned, name, threads);
+                let which = || format!("warm-up trial {} ({name}, {threads} threads)", index + 1);
+                bench
+                    .apply(v, observer)
+                    .map_err(|e| explain(e, "before", &which()))?;
+                bench
+                    .trial(v, threads, observer)
+                    .map_err(|e| explain(e, "during", &which()))?;
+                index += 1;
+                previous = Some(v);
+            }
+        }
+    }
+    let mut summary = summarize(&cells);
     let mut warnings = vec![];
-    for r in 0.. {
+    for r in 0u32.. {
         let need: Vec<u32> = match &exp.stop {
             StopRule::Repeats(n) if r >= *n => vec![],
             StopRule::Repeats(_) => exp.threads.clone(),
             StopRule::Precision { points, budget } => {
-                let imprecise = imprecise_threads(&summaries, &exp.threads, *points, r);
+                let imprecise = imprecise_threads(&summary.cells, &exp.threads, *points, r);
                 let out_of_time =
                     started.elapsed() + per_trial * (nv * imprecise.len()) as u32 > *budget;
                 if !imprecise.is_empty() && (out_of_time || r >= MAX_BLOCKS) {
-                    warnings.push(shortfall(&summaries, &imprecise, *points, r));
+                    warnings.push(shortfall(&summary.cells, &imprecise, *points, r));
                     vec![]
                 } else {
                     imprecise
@@ -117,11 +147,11 @@ pub fn run(
         if need.is_empty() {
             break;
         }
-        if r as usize >= exp.planned_blocks() as usize {
+        if r >= exp.planned_blocks() {
             planned = planned.max(index + need.len() * nv);
         }
-        for Block { threads, order } in order::round(&need, nv, &mut rng) {
-            for v in order {
+        for Block { threads, order } in orders.round(&need, &mut rng) {
+            for (position, v) in order.into_iter().enumerate() {
                 crate::interrupt::check()?;
                 let name = &exp.variants[v].name;
                 observer.trial_starting(index, planned, name, threads);
@@ -129,9 +159,15 @@ pub fn run(
                 bench
                     .apply(v, observer)
                     .map_err(|e| explain(e, "before", &which()))?;
-                let trial = bench
+                let started_at = crate::host::now_rfc3339_ms();
+                let mut trial = bench
                     .trial(v, threads, observer)
                     .map_err(|e| explain(e, "during", &which()))?;
+                trial.block = r;
+                trial.position = position as u32;
+                trial.started_at = started_at;
+                trial.after = previous.map(|p| exp.variants[p].name.clone());
+                previous = Some(v);
                 index += 1;
                 let cell = cells
                     .iter_mut()
@@ -139,18 +175,21 @@ pub fn run(
                     .expect("a cell per (threads, variant)");
                 cell.trials.push(trial);
             }
-            summaries = summarize(&cells);
+            summary = summarize(&cells);
             observer.block_done(&BlockDone {
                 trials_done: index,
                 trials_planned: planned,
                 elapsed: started.elapsed(),
                 threads,
-                cells: &summaries,
+                cells: &summary.cells,
             })?;
         }
     }
+    warnings.extend(super::warnings::from_summary(&summary));
     Ok(Outcome {
-        cells: summaries,
+        cells: summary.cells,
+        carry_over_pct: summary.carry_over_pct,
+        intervals: summary.intervals,
         warnings,
     })
 }

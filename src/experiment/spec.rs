@@ -67,10 +67,17 @@ pub struct Experiment {
     pub queries_per_trial: Option<u64>,
     /// Managed targets: server options for every variant (e.g. the binary log).
     pub managed_server_opts: Vec<String>,
+    /// The thread count the headline is about (None: the highest), fixed before the run.
+    pub headline_threads: Option<u32>,
+    /// Run every variant once at every thread count before the first measured block (not
+    /// counted): the first measured trials then meet a warm server and warm caches.
+    pub warmup_round: bool,
 }
 
-/// Blocks run at least this many times in precision mode before the CI is trusted.
-pub const MIN_BLOCKS: u32 = 3;
+/// Precision mode runs at least this many blocks before it may stop: stopping as soon as a
+/// small sample happens to look narrow covers the truth less often than 95% (with 3, about
+/// 91% in simulation; see tests/statistics.rs).
+pub const MIN_BLOCKS: u32 = 10;
 /// Precision mode never runs more blocks than this per thread count.
 pub const MAX_BLOCKS: u32 = 200;
 
@@ -141,7 +148,15 @@ impl Experiment {
             seed: 0,
             queries_per_trial: None,
             managed_server_opts: vec![],
+            headline_threads: None,
+            warmup_round: true,
         }
+    }
+
+    /// The thread count the headline reports: the declared one, else the highest.
+    pub fn headline_threads(&self) -> u32 {
+        self.headline_threads
+            .unwrap_or_else(|| self.threads.iter().copied().max().unwrap_or(1))
     }
 
     /// Check everything a server does not need to be asked about.
@@ -188,6 +203,14 @@ impl Experiment {
         }
         if self.trial.is_zero() {
             return Err(usage("--trial must be longer than 0"));
+        }
+        if let Some(t) = self.headline_threads
+            && !self.threads.contains(&t)
+        {
+            return Err(usage(format!(
+                "headline_threads = {t} is not one of the thread counts {:?}",
+                self.threads
+            )));
         }
         Ok(())
     }

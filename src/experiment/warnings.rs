@@ -15,6 +15,31 @@ pub enum Warning {
         /// (variant, threads, half-width) of each cell still too wide.
         wide: Vec<(String, u32, f64)>,
     },
+    /// Trials right after a feature trial ran measurably slower (or faster).
+    CarryOver {
+        /// The estimate, percent slower, with its interval.
+        pct: f64,
+        /// Its 95% interval.
+        ci: [f64; 2],
+    },
+    /// Some blocks of a cell disagree wildly with the others.
+    Outliers {
+        /// The variant.
+        variant: String,
+        /// The thread count.
+        threads: u32,
+        /// The blocks (from 0).
+        blocks: Vec<u32>,
+        /// The robust estimate differs from the mean in what it says.
+        disagree: bool,
+    },
+    /// Other clients used the server during some trials.
+    OtherClients {
+        /// Trials affected.
+        trials: usize,
+        /// The largest share, percent of dbtax's statements.
+        worst_pct: f64,
+    },
     /// dbtax's own clients took a large share of the machine the server runs on.
     ClientCpu {
         /// Share of all cores, 0..1.
@@ -43,6 +68,40 @@ impl fmt::Display for Warning {
                     cells.join(", ")
                 )
             }
+            Warning::CarryOver { pct, ci } => write!(
+                f,
+                "a trial right after a feature's trial ran {pct:.1}% [{:.1}, {:.1}] slower than \
+                 one after the baseline (carry-over); the overheads are corrected for it, and \
+                 a longer --warmup may remove it",
+                ci[0], ci[1]
+            ),
+            Warning::Outliers {
+                variant,
+                threads,
+                blocks,
+                disagree,
+            } => {
+                let list: Vec<String> = blocks.iter().map(|b| b.to_string()).collect();
+                write!(
+                    f,
+                    "{variant} at {threads} threads: block(s) {} are outliers (a stall, or a \
+                     disturbance of the machine)",
+                    list.join(", ")
+                )?;
+                if *disagree {
+                    f.write_str(
+                        "; the robust estimate and the mean disagree, and the words use the \
+                         robust one",
+                    )?;
+                }
+                Ok(())
+            }
+            Warning::OtherClients { trials, worst_pct } => write!(
+                f,
+                "other clients ran statements on the server during {trials} trial(s) (up to \
+                 {worst_pct:.0}% of dbtax's own): their server CPU per query is withheld, and \
+                 throughput may be disturbed; run on a quiet server"
+            ),
             Warning::ClientCpu { share, threads } => write!(
                 f,
                 "dbtax's own clients used {:.0}% of this machine's CPU at {threads} threads: the \
@@ -51,6 +110,43 @@ impl fmt::Display for Warning {
             ),
         }
     }
+}
+
+/// Warnings the statistics raise: a carry-over whose interval excludes 0, outlier blocks.
+pub fn from_summary(s: &crate::stats::summary::Summary) -> Vec<Warning> {
+    let mut out = vec![];
+    if let Some(c) = &s.carry_over_pct
+        && (c.ci95[0] > 0.0 || c.ci95[1] < 0.0)
+    {
+        out.push(Warning::CarryOver {
+            pct: c.value,
+            ci: c.ci95,
+        });
+    }
+    let others: Vec<f64> = s
+        .cells
+        .iter()
+        .flat_map(|c| c.trials.iter().filter_map(|t| t.other_clients_pct))
+        .collect();
+    if !others.is_empty() {
+        out.push(Warning::OtherClients {
+            trials: others.len(),
+            worst_pct: others.iter().copied().fold(0.0, f64::max),
+        });
+    }
+    for cell in &s.cells {
+        if let Some(o) = &cell.overhead
+            && !o.outlier_blocks.is_empty()
+        {
+            out.push(Warning::Outliers {
+                variant: cell.variant.clone(),
+                threads: cell.threads,
+                blocks: o.outlier_blocks.clone(),
+                disagree: crate::stats::overhead::robust_disagrees(o),
+            });
+        }
+    }
+    out
 }
 
 /// The client-CPU warning for a set of cells, when the worst trial passed 30% of the machine.

@@ -14,6 +14,10 @@ use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
+/// Statements of other clients, as a share of dbtax's own, above which the server's CPU per
+/// query is withheld.
+pub const OTHER_CLIENTS_PCT: f64 = 5.0;
+
 /// How to run one trial.
 #[derive(Debug, Clone)]
 pub struct TrialPlan {
@@ -70,16 +74,20 @@ fn snapshot(server: &Server, probes: &TrialProbes, admin: Option<&mut Box<dyn Ad
         Some(a) => a.status_counters().unwrap_or_default(),
         None => BTreeMap::new(),
     };
+    // A file not created yet counts 0 bytes; one dbtax may not read makes the figure
+    // unknown (null), never 0.
     let log_bytes = if probes.log_files.is_empty() {
         None
     } else {
-        Some(
-            probes
-                .log_files
-                .iter()
-                .map(|p| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0))
-                .sum(),
-        )
+        probes
+            .log_files
+            .iter()
+            .map(|p| match std::fs::metadata(p) {
+                Ok(m) => Some(m.len()),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Some(0),
+                Err(_) => None,
+            })
+            .sum::<Option<u64>>()
     };
     Snapshot {
         client_cpu_us: crate::host::self_cpu_us(),
@@ -294,15 +302,21 @@ fn summarize(reports: Vec<WorkerReport>, before: &Snapshot, after: &Snapshot) ->
         (Some(b), Some(a)) if a >= b => Some(per_query((a - b) as f64)),
         _ => None,
     };
-    let server_cpu_us_per_query = match (before.server_cpu_us, after.server_cpu_us) {
-        (Some(b), Some(a)) => Some(per_query(a.saturating_sub(b) as f64)),
-        _ => None,
-    };
-    let server_counters_per_query = after
+    let server_counters_per_query: BTreeMap<String, f64> = after
         .status
         .iter()
         .filter_map(|(k, a)| before.status.get(k).map(|b| (k.clone(), per_query(a - b))))
         .collect();
+    // The server's CPU is all its clients': when others ran more than a few percent of the
+    // statements (its `Questions` against dbtax's own count), the figure is not dbtax's.
+    let others_pct = server_counters_per_query
+        .get("Questions")
+        .map(|q| (100.0 * (q - 1.0)).max(0.0));
+    let server_cpu_us_per_query = match (before.server_cpu_us, after.server_cpu_us) {
+        (Some(_), Some(_)) if others_pct.is_some_and(|p| p > OTHER_CLIENTS_PCT) => None,
+        (Some(b), Some(a)) => Some(per_query(a.saturating_sub(b) as f64)),
+        _ => None,
+    };
     Ok(Trial {
         qps: queries as f64 / secs,
         tps: events as f64 / secs,
@@ -322,5 +336,7 @@ fn summarize(reports: Vec<WorkerReport>, before: &Snapshot, after: &Snapshot) ->
         server_cpu_us_per_query,
         log_bytes_per_query,
         server_counters_per_query,
+        other_clients_pct: others_pct.filter(|p| *p > OTHER_CLIENTS_PCT),
+        ..Default::default()
     })
 }

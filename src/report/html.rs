@@ -51,6 +51,9 @@ pub fn render(r: &Results) -> String {
         let _ = writeln!(s, "<li>{}</li>", esc(&h));
     }
     s += "</ul></div>\n";
+    if let Some(m) = super::words::multiplicity(r) {
+        let _ = writeln!(s, "<p>{}</p>", esc(&m));
+    }
     if !r.warnings.is_empty() {
         s += "<h2>Warnings</h2>\n";
         for w in &r.warnings {

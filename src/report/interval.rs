@@ -89,6 +89,7 @@ mod tests {
             ci95_pct: [-1.0, 25.0],
             significant: false,
             blocks: 5,
+            ..Default::default()
         };
         assert_eq!(
             Interval::overhead(&o).to_string(),

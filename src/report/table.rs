@@ -91,6 +91,15 @@ pub fn render(r: &Results) -> String {
             s += &format!("{h}\n");
         }
     }
+    if let Some(m) = super::words::multiplicity(r) {
+        s += &format!("\n{m}\n");
+    }
+    if let Some(c) = &r.carry_over_pct {
+        s += &format!(
+            "Carry-over (a trial right after a feature's trial, slower by): {}; the overheads are corrected for it.\n",
+            super::interval::Interval::estimate(c)
+        );
+    }
     for w in &r.warnings {
         s += &format!("\nwarning: {w}\n");
     }

@@ -1,8 +1,9 @@
 //! The answer in words: one sentence per variant, for the top of the report and the end of
-//! the terminal table.
+//! the terminal table. A number within noise is never worded as a cost or a gain.
 
 use super::interval::Interval;
-use crate::results::{Cell, Results};
+use crate::results::{Cell, Overhead, Results};
+use crate::stats::overhead::robust_disagrees;
 
 /// How a variant reads in a sentence.
 pub fn phrase(variant: &str, feature: Option<&str>) -> String {
@@ -18,19 +19,14 @@ pub fn phrase(variant: &str, feature: Option<&str>) -> String {
     }
 }
 
-fn ci(c: &Cell) -> String {
-    c.overhead
-        .as_ref()
-        .map(|o| Interval::overhead(o).unsigned().plain().to_string())
-        .unwrap_or_default()
-}
-
 fn plural(t: u32) -> &'static str {
     if t == 1 { "thread" } else { "threads" }
 }
 
-/// One sentence per non-baseline variant, at its highest thread count, with the other
-/// thread counts after it.
+/// One sentence per non-baseline variant, about the thread count fixed before the run
+/// (`headline_threads`, else the highest): never picked from the results. A cost or a gain is
+/// claimed only when Holm's adjusted test says so; when the robust estimate tells another
+/// story than the mean (outlier blocks), the sentence uses the robust one and says why.
 pub fn headlines(r: &Results) -> Vec<String> {
     r.variants
         .iter()
@@ -42,11 +38,9 @@ pub fn headlines(r: &Results) -> Vec<String> {
                 .filter(|c| c.variant == v.name && c.overhead.is_some())
                 .collect();
             cells.sort_by_key(|c| c.threads);
-            // The highest thread count where the cost is measurable, else the highest.
             let top = cells
                 .iter()
-                .rev()
-                .find(|c| c.overhead.as_ref().is_some_and(|o| o.significant))
+                .find(|c| c.threads == r.headline_threads)
                 .or(cells.last())
                 .copied()?;
             let o = top.overhead.as_ref()?;
@@ -54,28 +48,55 @@ pub fn headlines(r: &Results) -> Vec<String> {
             if v.feature.as_deref().is_some_and(|f| f != v.name) {
                 who += &format!(" ({})", v.name);
             }
-            let mut s = if o.significant {
-                let verb = if o.pct >= 0.0 { "costs" } else { "gains" };
-                format!(
-                    "{who} {verb} {} of throughput at {} {}",
-                    ci(top),
-                    top.threads,
-                    plural(top.threads)
-                )
-            } else {
-                format!(
-                    "{who}: no cost measurable at {} {} ({}, within noise)",
-                    top.threads,
-                    plural(top.threads),
-                    ci(top)
-                )
+            let at = format!("at {} {}", top.threads, plural(top.threads));
+            let robust = o.robust.as_ref().filter(|_| robust_disagrees(o));
+            let (value, ci) = match robust {
+                Some(e) => (e.value, e.ci95),
+                None => (o.pct, o.ci95_pct),
             };
+            let shown = Interval::overhead(&Overhead {
+                pct: value,
+                ci95_pct: ci,
+                ..o.clone()
+            })
+            .unsigned()
+            .plain();
+            let measurable = match robust {
+                Some(_) => ci[0] > 0.0 || ci[1] < 0.0,
+                None => o.significant,
+            };
+            let mut s = if !measurable {
+                format!("{who}: no measurable cost {at} ({shown}, within noise)")
+            } else if value >= 0.0 {
+                format!("{who} costs {shown} of throughput {at}")
+            } else {
+                let gain = Interval::overhead(&Overhead {
+                    pct: -value,
+                    ci95_pct: [-ci[1], -ci[0]],
+                    ..o.clone()
+                })
+                .unsigned()
+                .plain();
+                format!("{who} raises throughput by {gain} {at}")
+            };
+            if robust.is_some() {
+                s += &format!(
+                    " (robust estimate: {} outlier block(s) pull the mean to {:.1}%)",
+                    o.outlier_blocks.len(),
+                    o.pct
+                );
+            }
             if v.baseline != "off" && !v.baseline.is_empty() {
                 s += &format!(" against '{}'", v.baseline);
             }
             let mut costs = vec![];
             if let Some(d) = &top.server_cpu_delta_us {
-                costs.push(format!("{:+.1} µs of server CPU", d.value));
+                let e = Interval::estimate(d);
+                if d.ci95[0] > 0.0 || d.ci95[1] < 0.0 {
+                    costs.push(format!("{e} µs of server CPU"));
+                } else {
+                    costs.push(format!("server CPU within noise ({e} µs)"));
+                }
             }
             if let Some(b) = top.log_bytes_per_query_median.filter(|b| *b >= 0.5) {
                 costs.push(format!("{b:.0} bytes of log"));
@@ -83,19 +104,21 @@ pub fn headlines(r: &Results) -> Vec<String> {
             if !costs.is_empty() {
                 s += &format!("; {} per query", costs.join(" and "));
             }
-            if cells.len() > 1 {
-                let others: Vec<String> = cells
-                    .iter()
-                    .filter(|c| c.threads != top.threads)
-                    .map(|c| {
-                        format!(
-                            "{:.1}% at {}",
-                            c.overhead.as_ref().map(|o| o.pct).unwrap_or(0.0),
-                            c.threads
-                        )
-                    })
-                    .collect();
-                s += &format!(" (elsewhere: {})", others.join(", "));
+            let others: Vec<String> = cells
+                .iter()
+                .filter(|c| c.threads != top.threads)
+                .filter_map(|c| {
+                    let o = c.overhead.as_ref()?;
+                    Some(format!(
+                        "at {} {}: {}",
+                        c.threads,
+                        plural(c.threads),
+                        Interval::overhead(o)
+                    ))
+                })
+                .collect();
+            if !others.is_empty() {
+                s += &format!(" ({})", others.join("; "));
             }
             s.push('.');
             Some(capitalize(&s))
@@ -103,6 +126,17 @@ pub fn headlines(r: &Results) -> Vec<String> {
         .collect()
 }
 
+/// How `significant` was decided, for the reader of a table or a report.
+pub fn multiplicity(r: &Results) -> Option<String> {
+    (r.intervals > 1).then(|| {
+        format!(
+            "\"Within noise\": the 95% interval spans 0, or Holm's adjustment over the {} \
+             intervals of this experiment does not let it count as measured. The headline is \
+             about {} threads, fixed before the run.",
+            r.intervals, r.headline_threads
+        )
+    })
+}
 fn capitalize(s: &str) -> String {
     let mut c = s.chars();
     match c.next() {

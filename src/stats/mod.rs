@@ -1,5 +1,9 @@
-//! The numbers: block-paired overhead with t intervals (`overhead`), and per-cell summaries
-//! derived from the trials (`summary`).
+//! The numbers: block-paired overhead with t intervals (`overhead`), a robust companion
+//! (`robust`), carry-over between trials (`carryover`), Holm's adjustment over every interval
+//! (`holm`), and per-cell summaries derived from the trials (`summary`).
 
+pub mod carryover;
+pub mod holm;
 pub mod overhead;
+pub mod robust;
 pub mod summary;

@@ -24,15 +24,99 @@ pub fn t975(df: usize) -> f64 {
         .unwrap_or(f64::INFINITY)
 }
 
-/// Mean and 95% half-width of a sample (t interval). None for fewer than 2 values.
-pub fn mean_ci(xs: &[f64]) -> Option<(f64, f64)> {
+/// Mean and 95% half-width of a sample with the quantile `q(df)` (the t quantile for the
+/// real thing; the validation passes a wrong one to show it would be caught).
+pub fn mean_ci_with(xs: &[f64], q: fn(usize) -> f64) -> Option<(f64, f64)> {
     let n = xs.len();
     if n < 2 {
         return None;
     }
     let mean = xs.iter().sum::<f64>() / n as f64;
     let var = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
-    Some((mean, t975(n - 1) * (var / n as f64).sqrt()))
+    Some((mean, q(n - 1) * (var / n as f64).sqrt()))
+}
+
+/// Mean and 95% half-width of a sample (t interval). None for fewer than 2 values.
+pub fn mean_ci(xs: &[f64]) -> Option<(f64, f64)> {
+    mean_ci_with(xs, t975)
+}
+
+/// Two-sided p-value of "mean 0" for a sample (one-sample t test); 1 when undefined.
+pub fn t_p_value(xs: &[f64]) -> f64 {
+    let n = xs.len();
+    if n < 2 {
+        return 1.0;
+    }
+    let mean = xs.iter().sum::<f64>() / n as f64;
+    let var = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
+    let se = (var / n as f64).sqrt();
+    if se == 0.0 {
+        return if mean == 0.0 { 1.0 } else { 0.0 };
+    }
+    StudentsT::new(0.0, 1.0, (n - 1) as f64)
+        .map(|t| 2.0 * (1.0 - t.cdf((mean / se).abs())))
+        .unwrap_or(1.0)
+}
+
+/// A log ratio as an overhead in percent: 100 × (1 − e^L).
+pub fn pct(log_ratio: f64) -> f64 {
+    100.0 * (1.0 - log_ratio.exp())
+}
+
+/// The overhead from per-block log ratios ln(qps_variant / qps_baseline): the t interval of
+/// their mean, its p-value, the robust companion and the outlier blocks (indices into
+/// `logs`). `significant` is per interval here; `summary` replaces it with Holm's decision.
+pub fn overhead_of_logs(logs: &[f64]) -> Option<Overhead> {
+    overhead_of_corrected(logs, 0.0)
+}
+
+/// As `overhead_of_logs`, for log ratios corrected by an estimate shared with other cells:
+/// `extra_var` is what that estimate adds to the variance of their mean.
+pub fn overhead_of_corrected(logs: &[f64], extra_var: f64) -> Option<Overhead> {
+    let n = logs.len();
+    if n < 2 {
+        return None;
+    }
+    let mean = logs.iter().sum::<f64>() / n as f64;
+    let var = logs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
+    let se = (var / n as f64 + extra_var).sqrt();
+    let half = t975(n - 1) * se;
+    let p_value = if se > 0.0 {
+        StudentsT::new(0.0, 1.0, (n - 1) as f64)
+            .map(|t| 2.0 * (1.0 - t.cdf((mean / se).abs())))
+            .unwrap_or(1.0)
+    } else if mean == 0.0 {
+        1.0
+    } else {
+        0.0
+    };
+    let (lo, hi) = (pct(mean + half), pct(mean - half));
+    let robust = super::robust::hodges_lehmann(logs).map(|(est, l, h)| Estimate {
+        value: pct(est),
+        ci95: [pct(h), pct(l)],
+    });
+    Some(Overhead {
+        pct: pct(mean),
+        ci95_pct: [lo, hi],
+        significant: lo > 0.0 || hi < 0.0,
+        blocks: n as u32,
+        p_value,
+        robust,
+        outlier_blocks: super::robust::outliers(logs)
+            .into_iter()
+            .map(|i| i as u32)
+            .collect(),
+    })
+}
+
+/// Whether the robust estimate tells a different story from the mean: one interval excludes
+/// 0 and the other does not, or the robust estimate lies outside the mean's interval.
+pub fn robust_disagrees(o: &Overhead) -> bool {
+    let Some(r) = &o.robust else {
+        return false;
+    };
+    let excludes = |ci: [f64; 2]| ci[0] > 0.0 || ci[1] < 0.0;
+    excludes(r.ci95) != excludes(o.ci95_pct) || r.value < o.ci95_pct[0] || r.value > o.ci95_pct[1]
 }
 
 /// Throughput overhead of `variant` against `baseline`, paired by block index (the two
@@ -44,15 +128,7 @@ pub fn paired_overhead(baseline: &[f64], variant: &[f64]) -> Option<Overhead> {
         .filter(|(b, v)| **b > 0.0 && **v > 0.0)
         .map(|(b, v)| (v / b).ln())
         .collect();
-    let (mean, half) = mean_ci(&logs)?;
-    let pct = |l: f64| 100.0 * (1.0 - l.exp());
-    let (lo, hi) = (pct(mean + half), pct(mean - half));
-    Some(Overhead {
-        pct: pct(mean),
-        ci95_pct: [lo, hi],
-        significant: lo > 0.0 || hi < 0.0,
-        blocks: logs.len() as u32,
-    })
+    overhead_of_logs(&logs)
 }
 
 /// Paired difference variant − baseline (e.g. server CPU µs per query), with its 95% CI.
@@ -114,6 +190,18 @@ mod tests {
         let o = paired_overhead(&base, &var).unwrap();
         assert!(!o.significant, "{o:?}");
         assert!(o.ci95_pct[0] < 0.0 && o.ci95_pct[1] > 0.0);
+    }
+
+    #[test]
+    fn p_values_agree_with_the_interval() {
+        let xs = [0.1, 0.12, 0.09, 0.11, 0.13];
+        assert!(t_p_value(&xs) < 0.001);
+        let ys = [0.1, -0.1, 0.05, -0.04];
+        assert!(t_p_value(&ys) > 0.5);
+        // At the interval's edge the p-value is 0.05.
+        let (m, h) = mean_ci(&ys).unwrap();
+        let shifted: Vec<f64> = ys.iter().map(|y| y - (m - h)).collect();
+        assert!((t_p_value(&shifted) - 0.05).abs() < 1e-6);
     }
 
     #[test]

@@ -1,8 +1,12 @@
 //! Cells from trials: medians, and the overhead of every cell against the baseline cell of
-//! the same thread count (and the same levels of other factors). Pure: results in, cells out.
+//! the same thread count (and the same levels of other factors), corrected for carry-over,
+//! with `significant` decided by Holm over every interval. Pure: trials in, cells out.
 
-use super::overhead::{median, paired_difference, paired_overhead};
-use crate::results::{Cell, FactorEffect, Trial};
+use super::carryover::CarryOver;
+use super::carryover::{self, Pair};
+use super::holm::holm;
+use super::overhead::{median, overhead_of_corrected, paired_difference, pct};
+use crate::results::{Cell, Estimate, FactorEffect, Overhead, Trial};
 
 /// A cell's identity and its trials in block order (block k of every variant is element k).
 #[derive(Debug, Clone)]
@@ -21,31 +25,89 @@ pub struct CellTrials {
     pub effects: Vec<(String, usize)>,
 }
 
+/// Every cell, and what was estimated over all of them.
+#[derive(Debug, Clone, Default)]
+pub struct Summary {
+    /// One per (variant, threads).
+    pub cells: Vec<Cell>,
+    /// How much slower a trial runs right after a non-baseline trial (percent, 95% CI).
+    pub carry_over_pct: Option<Estimate>,
+    /// The intervals Holm's adjustment was made over.
+    pub intervals: u32,
+}
+
+/// Whether a trial came right after a trial of a variant other than `first` (the all-off
+/// baseline): what a carry-over would come from.
+fn after_feature(t: &Trial, first: &str) -> f64 {
+    match &t.after {
+        Some(prev) if prev != first => 1.0,
+        _ => 0.0,
+    }
+}
+
+/// Paired blocks of `variant` against `baseline`, in block order.
+fn pairs(baseline: &[Trial], variant: &[Trial], first: &str) -> Vec<Pair> {
+    baseline
+        .iter()
+        .zip(variant)
+        .filter(|(b, v)| b.qps > 0.0 && v.qps > 0.0)
+        .map(|(b, v)| Pair {
+            log_ratio: (v.qps / b.qps).ln(),
+            d: after_feature(v, first) - after_feature(b, first),
+        })
+        .collect()
+}
+
+/// The overhead from paired blocks, corrected for carry-over; outlier indices become block
+/// numbers.
+fn corrected(pairs: &[Pair], carry: Option<CarryOver>, blocks: &[Trial]) -> Option<Overhead> {
+    let (gamma, se) = carry.map(|c| (c.gamma, c.se)).unwrap_or((0.0, 0.0));
+    let logs: Vec<f64> = pairs.iter().map(|p| p.log_ratio - gamma * p.d).collect();
+    let d_mean = pairs.iter().map(|p| p.d).sum::<f64>() / pairs.len().max(1) as f64;
+    let mut o = overhead_of_corrected(&logs, (d_mean * se).powi(2))?;
+    for b in o.outlier_blocks.iter_mut() {
+        *b = blocks.get(*b as usize).map(|t| t.block).unwrap_or(*b);
+    }
+    Some(o)
+}
+
 /// Summarize every cell; overhead against its baseline cell at the same threads.
-pub fn summarize(cells: &[CellTrials]) -> Vec<Cell> {
-    cells
+pub fn summarize(cells: &[CellTrials]) -> Summary {
+    let first = cells
+        .iter()
+        .find(|c| c.variant_index == 0)
+        .map(|c| c.variant.clone())
+        .unwrap_or_default();
+    let at = |variant: usize, threads: u32| {
+        cells
+            .iter()
+            .find(|b| b.variant_index == variant && b.threads == threads)
+    };
+    let base_of = |c: &CellTrials| {
+        (c.baseline != c.variant_index)
+            .then(|| at(c.baseline, c.threads))
+            .flatten()
+    };
+    let main_pairs: Vec<Vec<Pair>> = cells
+        .iter()
+        .filter_map(|c| Some(pairs(&base_of(c)?.trials, &c.trials, &first)))
+        .collect();
+    let carry = carryover::estimate(&main_pairs);
+    let mut out: Vec<Cell> = cells
         .iter()
         .map(|c| {
-            let qps: Vec<f64> = c.trials.iter().map(|t| t.qps).collect();
-            let at = |variant: usize| {
-                cells
-                    .iter()
-                    .find(|b| b.variant_index == variant && b.threads == c.threads)
-            };
-            let base = (c.baseline != c.variant_index)
-                .then(|| at(c.baseline))
-                .flatten();
-            let qps_of = |b: &CellTrials| b.trials.iter().map(|t| t.qps).collect::<Vec<f64>>();
-            let overhead = base.and_then(|b| paired_overhead(&qps_of(b), &qps));
+            let base = base_of(c);
+            let overhead = base
+                .and_then(|b| corrected(&pairs(&b.trials, &c.trials, &first), carry, &c.trials));
             let effects = c
                 .effects
                 .iter()
                 .filter_map(|(factor, other)| {
-                    let b = at(*other)?;
+                    let b = at(*other, c.threads)?;
                     Some(FactorEffect {
                         factor: factor.clone(),
                         against: b.variant.clone(),
-                        overhead: paired_overhead(&qps_of(b), &qps),
+                        overhead: corrected(&pairs(&b.trials, &c.trials, &first), carry, &c.trials),
                     })
                 })
                 .collect();
@@ -60,28 +122,50 @@ pub fn summarize(cells: &[CellTrials]) -> Vec<Cell> {
                 let v: Option<Vec<f64>> = c.trials.iter().map(f).collect();
                 median(&v?)
             };
+            let of = |f: fn(&Trial) -> f64| {
+                median(&c.trials.iter().map(f).collect::<Vec<_>>()).unwrap_or(0.0)
+            };
             Cell {
                 variant: c.variant.clone(),
                 threads: c.threads,
-                qps_median: median(&qps).unwrap_or(0.0),
-                p95_ms_median: median(
-                    &c.trials
-                        .iter()
-                        .map(|t| t.latency_ms.p95)
-                        .collect::<Vec<_>>(),
-                )
-                .unwrap_or(0.0),
+                qps_median: of(|t| t.qps),
+                p95_ms_median: of(|t| t.latency_ms.p95),
                 server_cpu_us_per_query_median: opt_median(|t| t.server_cpu_us_per_query),
                 log_bytes_per_query_median: opt_median(|t| t.log_bytes_per_query),
-                duration_s_median: median(
-                    &c.trials.iter().map(|t| t.duration_s).collect::<Vec<_>>(),
-                )
-                .unwrap_or(0.0),
+                duration_s_median: of(|t| t.duration_s),
                 trials: c.trials.clone(),
                 overhead,
                 server_cpu_delta_us,
                 effects,
             }
         })
-        .collect()
+        .collect();
+    let intervals = adjust(&mut out);
+    Summary {
+        cells: out,
+        carry_over_pct: carry.map(|c| Estimate {
+            // Slower after a feature trial: γ < 0 in log units is a positive slowdown.
+            value: pct(c.gamma),
+            ci95: [pct(c.gamma + c.half), pct(c.gamma - c.half)],
+        }),
+        intervals,
+    }
+}
+
+/// Holm over every overhead the cells report (each cell's and each factor effect's); returns
+/// how many there were.
+fn adjust(cells: &mut [Cell]) -> u32 {
+    let mut all: Vec<&mut Overhead> = vec![];
+    for c in cells.iter_mut() {
+        let Cell {
+            overhead, effects, ..
+        } = c;
+        all.extend(overhead.as_mut());
+        all.extend(effects.iter_mut().filter_map(|e| e.overhead.as_mut()));
+    }
+    let p: Vec<f64> = all.iter().map(|o| o.p_value).collect();
+    for (o, sig) in all.iter_mut().zip(holm(&p, 0.05)) {
+        o.significant = sig;
+    }
+    p.len() as u32
 }

@@ -34,14 +34,35 @@ pub(crate) fn run_measures_and_restores_every_setting(ctx: &Ctx) {
         stdout.contains("threads 3") && stdout.contains("general-log"),
         "{stdout}"
     );
-    // Without a terminal, progress is one plain line per block: 2 rounds × 2 thread counts.
+    // Without a terminal, progress is one plain line per block: 2 rounds × 2 thread counts,
+    // after a warm-up round of 6 trials that are not counted.
     let stderr = String::from_utf8_lossy(&o.stderr);
     let blocks: Vec<&str> = stderr.lines().filter(|l| l.contains(" trials] ")).collect();
     assert_eq!(blocks.len(), 4, "{stderr}");
-    assert!(blocks[3].starts_with("[12/12 trials]"), "{stderr}");
+    assert!(blocks[3].starts_with("[18/18 trials]"), "{stderr}");
+    assert!(stderr.contains("warm-up round"), "{stderr}");
     let v = validate_results(&out.join("results.json"));
     assert_eq!(v["complete"], true);
     assert_eq!(v["cells"].as_array().unwrap().len(), 6);
+    assert!(v["seed"].as_u64().is_some(), "the seed replays the order");
+    // Every trial says where it ran: its block, its place in it, when, and after what.
+    for c in v["cells"].as_array().unwrap() {
+        let blocks: Vec<u64> = c["trials"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["block"].as_u64().unwrap())
+            .collect();
+        assert_eq!(blocks, [0, 1], "{c}");
+        for t in c["trials"].as_array().unwrap() {
+            assert!(t["position"].as_u64().unwrap() < 3, "{t}");
+            assert!(t["started_at"].as_str().unwrap().ends_with('Z'), "{t}");
+            assert!(
+                t["after"].is_string(),
+                "the warm-up ran before every trial: {t}"
+            );
+        }
+    }
     for t in [1, 3] {
         let off = cell(&v, "off", t);
         assert!(off["overhead"].is_null());

@@ -183,8 +183,10 @@ impl Engine for MysqlEngine {
     }
 }
 
-/// For a user's server: is its process on this machine? Read @@pid_file and check that the
-/// pid is a mysqld/mariadbd we can see. Only trusted for sockets and loopback hosts.
+/// For a user's server: is its process on this machine? Only for sockets and loopback hosts,
+/// and only when the server says it is this machine (@@hostname) listening where we connect
+/// (@@socket for a socket, @@port for TCP: a port-forward or a tunnel to another mysqld
+/// fails this). Then read @@pid_file and check that the pid is a mysqld/mariadbd we can see.
 fn find_local_server(
     conn: &mut ::mysql::Conn,
     spec: &TargetSpec,
@@ -197,13 +199,23 @@ fn find_local_server(
     if !loopback {
         return (None, None);
     }
-    let row: Option<(String, String)> = conn
-        .query_first("SELECT @@pid_file, @@datadir")
+    let row: Option<(String, String, String, Option<String>, u16)> = conn
+        .query_first("SELECT @@pid_file, @@datadir, @@hostname, @@socket, @@port")
         .ok()
         .flatten();
-    let Some((pid_file, datadir)) = row else {
+    let Some((pid_file, datadir, hostname, socket, port)) = row else {
         return (None, None);
     };
+    let same_place = match &u.socket {
+        Some(sock) => socket.is_some_and(|s| {
+            let canon = |p: &std::path::Path| std::fs::canonicalize(p).ok();
+            canon(sock) == canon(std::path::Path::new(&s))
+        }),
+        None => port == u.port,
+    };
+    if hostname != crate::host::hostname() || !same_place {
+        return (None, None);
+    }
     let datadir = PathBuf::from(datadir);
     let pid_path = if PathBuf::from(&pid_file).is_absolute() {
         PathBuf::from(&pid_file)
