@@ -495,98 +495,38 @@ fn kill_9_during_preparation_leaves_no_half_table(ctx: &Ctx) {
     println!("kill -9 during preparation: no half-filled table taken, settings as found");
 }
 
-type Scenario = (&'static str, fn(&Ctx));
-
-/// `name, ...` → (name, function) pairs.
-macro_rules! scenarios {
-    ($($name:ident),* $(,)?) => {
-        &[$((stringify!($name), $name as fn(&Ctx))),*]
-    };
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 fn main() {
-    let scenarios: &[Scenario] = scenarios![
+    // Kept alive until the harness returns: the scenarios' files live there.
+    let work = tempfile::tempdir().unwrap();
+    common::harness(
+        crate::scenarios![Ctx;
         kill_points_restore_every_setting,
         two_runs_at_once_through_two_spellings,
         the_disk_guard_keeps_a_small_filesystem_from_filling,
         the_server_dies_and_comes_back_mid_run,
         kill_9_during_preparation_leaves_no_half_table,
-    ];
-    if std::env::args().any(|a| a == "--list") {
-        for (name, _) in scenarios {
-            println!("{name}: test");
-        }
-        return;
-    }
-    let filters: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|a| !a.starts_with('-'))
-        .collect();
-    let selected: Vec<&Scenario> = scenarios
-        .iter()
-        .filter(|(n, _)| filters.is_empty() || filters.iter().any(|f| n.contains(f.as_str())))
-        .collect();
-    let started = Instant::now();
-    if selected.is_empty() {
-        println!(
-            "\nrunning 0 tests\n\ntest result: ok. 0 passed; 0 failed; 0 ignored; 0 measured; {} filtered out; finished in 0.00s\n",
-            scenarios.len()
-        );
-        return;
-    }
-    let work = tempfile::tempdir().unwrap();
-    let port = free_port();
-    let server = ManagedServer::start(&ManagedConfig {
-        port: Some(port),
-        server_opts: vec!["long-query-time=2.5".into(), "log-output=TABLE".into()],
-        ..Default::default()
-    })
-    .expect("starting the test MariaDB (make test installs mariadb-server)");
-    let ctx = Ctx {
-        socket: server.socket(),
-        server: Mutex::new(server),
-        port,
-        state_dir: work.path().join("state"),
-        work: work.path().to_path_buf(),
-    };
-    for (k, v) in ORIGINALS {
-        if !v.is_empty() {
-            assert_eq!(ctx.var(k), v, "the test server's starting value of {k}");
-        }
-    }
-    println!("\nrunning {} tests", selected.len());
-    let mut failed = vec![];
-    for (name, f) in &selected {
-        let t = Instant::now();
-        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&ctx)));
-        let verdict = if result.is_ok() { "ok" } else { "FAILED" };
-        println!(
-            "test {name} ... {verdict} ({:.1}s)",
-            t.elapsed().as_secs_f64()
-        );
-        if result.is_err() {
-            failed.push(*name);
-        }
-    }
-    drop(ctx);
-    let passed = selected.len() - failed.len();
-    println!(
-        "\ntest result: {}. {passed} passed; {} failed; 0 ignored; 0 measured; {} filtered out; finished in {:.2}s\n",
-        if failed.is_empty() { "ok" } else { "FAILED" },
-        failed.len(),
-        scenarios.len() - selected.len(),
-        started.elapsed().as_secs_f64()
+        ],
+        || {
+            let port = common::free_port();
+            let server = ManagedServer::start(&ManagedConfig {
+                port: Some(port),
+                server_opts: vec!["long-query-time=2.5".into(), "log-output=TABLE".into()],
+                ..Default::default()
+            })
+            .expect("starting the test MariaDB (make test installs mariadb-server)");
+            let ctx = Ctx {
+                socket: server.socket(),
+                server: Mutex::new(server),
+                port,
+                state_dir: work.path().join("state"),
+                work: work.path().to_path_buf(),
+            };
+            for (k, v) in ORIGINALS {
+                if !v.is_empty() {
+                    assert_eq!(ctx.var(k), v, "the test server's starting value of {k}");
+                }
+            }
+            ctx
+        },
     );
-    if !failed.is_empty() {
-        eprintln!("failures: {failed:?}");
-        std::process::exit(101);
-    }
 }

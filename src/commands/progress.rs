@@ -118,7 +118,8 @@ pub fn block_line(b: &BlockDone<'_>) -> String {
         mmss(eta)
     );
     if !intervals.is_empty() {
-        line += &format!(" | {} threads: {}", b.threads, intervals.join(", "));
+        let unit = if b.threads == 1 { "thread" } else { "threads" };
+        line += &format!(" | {} {unit}: {}", b.threads, intervals.join(", "));
     }
     line
 }

@@ -111,16 +111,13 @@ pub fn run(
         observer.status("warm-up round: every variant once at every thread count, not counted");
         for Block { threads, order } in orders.round(&exp.threads, &mut rng) {
             for v in order {
-                crate::interrupt::check()?;
-                let name = &exp.variants[v].name;
-                observer.trial_starting(index, planned, name, threads);
-                let which = || format!("warm-up trial {} ({name}, {threads} threads)", index + 1);
-                bench
-                    .apply(v, observer)
-                    .map_err(|e| explain(e, "before", &which()))?;
-                bench
-                    .trial(v, threads, observer)
-                    .map_err(|e| explain(e, "during", &which()))?;
+                let at = Step {
+                    index,
+                    planned,
+                    threads,
+                    label: "warm-up trial",
+                };
+                one_trial(exp, bench, observer, v, &at)?;
                 index += 1;
                 previous = Some(v);
             }
@@ -152,20 +149,15 @@ pub fn run(
         }
         for Block { threads, order } in orders.round(&need, &mut rng) {
             for (position, v) in order.into_iter().enumerate() {
-                crate::interrupt::check()?;
-                let name = &exp.variants[v].name;
-                observer.trial_starting(index, planned, name, threads);
-                let which = || format!("trial {} ({name}, {threads} threads)", index + 1);
-                bench
-                    .apply(v, observer)
-                    .map_err(|e| explain(e, "before", &which()))?;
-                let started_at = crate::host::now_rfc3339_ms();
-                let mut trial = bench
-                    .trial(v, threads, observer)
-                    .map_err(|e| explain(e, "during", &which()))?;
+                let at = Step {
+                    index,
+                    planned,
+                    threads,
+                    label: "trial",
+                };
+                let mut trial = one_trial(exp, bench, observer, v, &at)?;
                 trial.block = r;
                 trial.position = position as u32;
-                trial.started_at = started_at;
                 trial.after = previous.map(|p| exp.variants[p].name.clone());
                 previous = Some(v);
                 index += 1;
@@ -192,6 +184,44 @@ pub fn run(
         intervals: summary.intervals,
         warnings,
     })
+}
+
+/// Where a trial stands in the run, for the observer and for error messages.
+struct Step {
+    index: usize,
+    planned: usize,
+    threads: u32,
+    label: &'static str,
+}
+
+/// Switch to variant `v` and run one trial, saying which trial failed if one does.
+fn one_trial(
+    exp: &Experiment,
+    bench: &mut dyn Bench,
+    observer: &mut dyn Observer,
+    v: usize,
+    at: &Step,
+) -> Result<Trial> {
+    crate::interrupt::check()?;
+    let name = &exp.variants[v].name;
+    observer.trial_starting(at.index, at.planned, name, at.threads);
+    let which = || {
+        format!(
+            "{} {} ({name}, {} threads)",
+            at.label,
+            at.index + 1,
+            at.threads
+        )
+    };
+    bench
+        .apply(v, observer)
+        .map_err(|e| explain(e, "before", &which()))?;
+    let started_at = crate::host::now_rfc3339_ms();
+    let mut trial = bench
+        .trial(v, at.threads, observer)
+        .map_err(|e| explain(e, "during", &which()))?;
+    trial.started_at = started_at;
+    Ok(trial)
 }
 
 /// Name the trial a failure happened at; a lost server is said first, in those words.

@@ -65,8 +65,15 @@ pub fn headlines(r: &Results) -> Vec<String> {
                 Some(_) => ci[0] > 0.0 || ci[1] < 0.0,
                 None => o.significant,
             };
-            let mut s = if !measurable {
+            let spans_zero = ci[0] <= 0.0 && ci[1] >= 0.0;
+            let mut s = if !measurable && spans_zero {
                 format!("{who}: no measurable cost {at} ({shown}, within noise)")
+            } else if !measurable {
+                format!(
+                    "{who}: no cost established {at} ({shown}, not significant once adjusted \
+                     for the {} intervals of this experiment)",
+                    r.intervals
+                )
             } else if value >= 0.0 {
                 format!("{who} costs {shown} of throughput {at}")
             } else {

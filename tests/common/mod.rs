@@ -77,3 +77,73 @@ pub fn run_args(
     a.extend(SHORT_TRIALS.map(String::from));
     a
 }
+
+/// A named scenario of a custom-harness test binary (one real server for all of them).
+pub type Scenario<C> = (&'static str, fn(&C));
+
+/// `path, ...` → (name, function) pairs: the name is the function's path as written.
+#[macro_export]
+macro_rules! scenarios {
+    ($ctx:ty; $($f:path),* $(,)?) => {
+        &[$((stringify!($f), $f as fn(&$ctx))),*]
+    };
+}
+
+/// The harness of a test binary whose scenarios share one server: apply `cargo test`'s
+/// filters first (a filter that matches none starts no server), make the context, run each
+/// scenario catching its panic, print libtest's summary line, exit 101 on a failure.
+pub fn harness<C>(scenarios: &[Scenario<C>], make_ctx: impl FnOnce() -> C) {
+    if std::env::args().any(|a| a == "--list") {
+        for (name, _) in scenarios {
+            println!("{name}: test");
+        }
+        return;
+    }
+    let filters: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    let selected: Vec<&Scenario<C>> = scenarios
+        .iter()
+        .filter(|(n, _)| filters.is_empty() || filters.iter().any(|f| n.contains(f.as_str())))
+        .collect();
+    let started = std::time::Instant::now();
+    let mut failed = vec![];
+    if !selected.is_empty() {
+        let ctx = make_ctx();
+        println!("\nrunning {} tests", selected.len());
+        for (name, f) in &selected {
+            let t = std::time::Instant::now();
+            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&ctx)));
+            let verdict = if result.is_ok() { "ok" } else { "FAILED" };
+            println!(
+                "test {name} ... {verdict} ({:.1}s)",
+                t.elapsed().as_secs_f64()
+            );
+            if result.is_err() {
+                failed.push(*name);
+            }
+        }
+    }
+    println!(
+        "\ntest result: {}. {} passed; {} failed; 0 ignored; 0 measured; {} filtered out; finished in {:.2}s\n",
+        if failed.is_empty() { "ok" } else { "FAILED" },
+        selected.len() - failed.len(),
+        failed.len(),
+        scenarios.len() - selected.len(),
+        started.elapsed().as_secs_f64()
+    );
+    if !failed.is_empty() {
+        eprintln!("failures: {failed:?}");
+        std::process::exit(101);
+    }
+}
+
+/// A free TCP port on 127.0.0.1 for a test server.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}

@@ -21,6 +21,8 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 struct Ctx {
+    /// The server; stopped (by its pid) when the harness drops the context.
+    _server: ManagedServer,
     socket: PathBuf,
     port: u16,
     state_dir: PathBuf,
@@ -142,25 +144,11 @@ fn wait_for(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) {
     }
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-type Scenario = (&'static str, fn(&Ctx));
-
-/// `module::name, ...` → (name, function) pairs: the name is the function's own.
-macro_rules! scenarios {
-    ($($module:ident :: $name:ident),* $(,)?) => {
-        &[$((stringify!($name), $module::$name as fn(&Ctx))),*]
-    };
-}
-
 fn main() {
-    let scenarios: &[Scenario] = scenarios![
+    // Kept alive until the harness returns: the scenarios' files live there.
+    let work = tempfile::tempdir().unwrap();
+    common::harness(
+        crate::scenarios![Ctx;
         bench::bench_prints_one_trial_as_json_over_the_socket,
         bench::tcp_means_tcp,
         bench::query_workload_stops_after_exactly_n_queries,
@@ -180,69 +168,21 @@ fn main() {
         restart::the_binary_log_is_switched_by_restarting_a_managed_server,
         run::factors_in_a_file_report_each_factor_within_the_other,
         safety::the_disk_guard_stops_a_run_before_the_log_passes_its_limit,
-    ];
-
-    let filters: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|a| !a.starts_with('-'))
-        .collect();
-    if std::env::args().any(|a| a == "--list") {
-        for (name, _) in scenarios {
-            println!("{name}: test");
-        }
-        return;
-    }
-    let selected: Vec<&Scenario> = scenarios
-        .iter()
-        .filter(|(n, _)| filters.is_empty() || filters.iter().any(|f| n.contains(f.as_str())))
-        .collect();
-    let started = Instant::now();
-    if selected.is_empty() {
-        // `cargo test <filter>` that matches nothing here: no server to start.
-        println!(
-            "\nrunning 0 tests\n\ntest result: ok. 0 passed; 0 failed; 0 ignored; 0 measured; {} filtered out; finished in 0.00s\n",
-            scenarios.len()
-        );
-        return;
-    }
-    let work = tempfile::tempdir().unwrap();
-    let port = free_port();
-    let server = ManagedServer::start(&ManagedConfig {
-        port: Some(port),
-        ..Default::default()
-    })
-    .expect("starting the test MariaDB (make test installs mariadb-server)");
-    let ctx = Ctx {
-        socket: server.socket(),
-        port,
-        state_dir: work.path().join("state"),
-        work: work.path().to_path_buf(),
-    };
-    println!("\nrunning {} tests", selected.len());
-    let mut failed = vec![];
-    for (name, f) in &selected {
-        let t = Instant::now();
-        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&ctx)));
-        let verdict = if result.is_ok() { "ok" } else { "FAILED" };
-        println!(
-            "test {name} ... {verdict} ({:.1}s)",
-            t.elapsed().as_secs_f64()
-        );
-        if result.is_err() {
-            failed.push(*name);
-        }
-    }
-    drop(server);
-    let passed = selected.len() - failed.len();
-    println!(
-        "\ntest result: {}. {passed} passed; {} failed; 0 ignored; 0 measured; {} filtered out; finished in {:.2}s\n",
-        if failed.is_empty() { "ok" } else { "FAILED" },
-        failed.len(),
-        scenarios.len() - selected.len(),
-        started.elapsed().as_secs_f64()
+        ],
+        || {
+            let port = common::free_port();
+            let server = ManagedServer::start(&ManagedConfig {
+                port: Some(port),
+                ..Default::default()
+            })
+            .expect("starting the test MariaDB (make test installs mariadb-server)");
+            Ctx {
+                socket: server.socket(),
+                _server: server,
+                port,
+                state_dir: work.path().join("state"),
+                work: work.path().to_path_buf(),
+            }
+        },
     );
-    if !failed.is_empty() {
-        eprintln!("failures: {failed:?}");
-        std::process::exit(101);
-    }
 }
