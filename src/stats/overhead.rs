@@ -49,11 +49,16 @@ pub fn t_p_value(xs: &[f64]) -> f64 {
     }
     let mean = xs.iter().sum::<f64>() / n as f64;
     let var = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
-    let se = (var / n as f64).sqrt();
+    two_sided_p(mean, (var / n as f64).sqrt(), n - 1)
+}
+
+/// Two-sided p-value of an estimate `mean` with standard error `se` against 0, Student's t
+/// with `df` degrees of freedom.
+fn two_sided_p(mean: f64, se: f64, df: usize) -> f64 {
     if se == 0.0 {
         return if mean == 0.0 { 1.0 } else { 0.0 };
     }
-    StudentsT::new(0.0, 1.0, (n - 1) as f64)
+    StudentsT::new(0.0, 1.0, df as f64)
         .map(|t| 2.0 * (1.0 - t.cdf((mean / se).abs())))
         .unwrap_or(1.0)
 }
@@ -81,15 +86,7 @@ pub fn overhead_of_corrected(logs: &[f64], extra_var: f64) -> Option<Overhead> {
     let var = logs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
     let se = (var / n as f64 + extra_var).sqrt();
     let half = t975(n - 1) * se;
-    let p_value = if se > 0.0 {
-        StudentsT::new(0.0, 1.0, (n - 1) as f64)
-            .map(|t| 2.0 * (1.0 - t.cdf((mean / se).abs())))
-            .unwrap_or(1.0)
-    } else if mean == 0.0 {
-        1.0
-    } else {
-        0.0
-    };
+    let p_value = two_sided_p(mean, se, n - 1);
     let (lo, hi) = (pct(mean + half), pct(mean - half));
     let robust = super::robust::hodges_lehmann(logs).map(|(est, l, h)| Estimate {
         value: pct(est),
