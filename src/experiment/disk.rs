@@ -51,22 +51,26 @@ impl DiskGuard {
                 mb(max)
             ));
         }
-        for f in &self.files {
+        let (dir, free, total) = self.short_of_room(expected)?;
+        Some(format!(
+            "stopped before the next trial: the filesystem of {} has {} MB free of {} MB, and a \
+             trial writes about {} MB of log; dbtax keeps at least 10% free",
+            dir.display(),
+            mb(free),
+            mb(total),
+            mb(expected)
+        ))
+    }
+
+    /// The first log folder whose filesystem would keep less than 10% free after `extra`
+    /// more bytes: (folder, free, total).
+    fn short_of_room(&self, extra: u64) -> Option<(PathBuf, u64, u64)> {
+        self.files.iter().find_map(|f| {
             let dir = f.parent().unwrap_or(f);
-            if let Some((free, total)) = crate::host::fs_space(dir)
-                && (free.saturating_sub(expected) as f64) < MIN_FREE_FRACTION * total as f64
-            {
-                return Some(format!(
-                    "stopped before the next trial: the filesystem of {} has {} MB free of {} MB, \
-                     and a trial writes about {} MB of log; dbtax keeps at least 10% free",
-                    dir.display(),
-                    mb(free),
-                    mb(total),
-                    mb(expected)
-                ));
-            }
-        }
-        None
+            let (free, total) = crate::host::fs_space(dir)?;
+            ((free.saturating_sub(extra) as f64) < MIN_FREE_FRACTION * total as f64)
+                .then(|| (dir.to_path_buf(), free, total))
+        })
     }
 
     /// A watch for one trial: stops it when the filesystem reaches 90% or the run's growth
@@ -90,19 +94,14 @@ impl DiskGuard {
                     mb(max)
                 ));
             }
-            guard.files.iter().find_map(|f| {
-                let dir = f.parent().unwrap_or(f);
-                let (free, total) = crate::host::fs_space(dir)?;
-                ((free as f64) < MIN_FREE_FRACTION * total as f64).then(|| {
-                    format!(
-                        "stopped during a trial: the filesystem of {} is down to {} MB free of \
-                         {} MB; dbtax keeps at least 10% free",
-                        dir.display(),
-                        mb(free),
-                        mb(total)
-                    )
-                })
-            })
+            let (dir, free, total) = guard.short_of_room(0)?;
+            Some(format!(
+                "stopped during a trial: the filesystem of {} is down to {} MB free of {} MB; \
+                 dbtax keeps at least 10% free",
+                dir.display(),
+                mb(free),
+                mb(total)
+            ))
         }))
     }
 }

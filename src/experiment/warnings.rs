@@ -82,10 +82,11 @@ impl fmt::Display for Warning {
                 disagree,
             } => {
                 let list: Vec<String> = blocks.iter().map(|b| b.to_string()).collect();
+                let unit = if *threads == 1 { "thread" } else { "threads" };
                 write!(
                     f,
-                    "{variant} at {threads} threads: block(s) {} are outliers (a stall, or a \
-                     disturbance of the machine)",
+                    "{variant} at {threads} {unit}: block(s) {} stand out from the others (a \
+                     stall, or a disturbance of the machine)",
                     list.join(", ")
                 )?;
                 if *disagree {

@@ -22,7 +22,7 @@ pub struct Interval {
 
 impl Interval {
     /// A throughput overhead: "+12.3% [+4.1, +20.0]", then " within noise" when it spans 0,
-    /// or " (not significant after Holm)" when it does not but the adjustment over all the
+    /// or " not significant (Holm)" when it does not but the adjustment over all the
     /// experiment's intervals leaves it unproven.
     pub fn overhead(o: &Overhead) -> Interval {
         let spans_zero = o.ci95_pct[0] <= 0.0 && o.ci95_pct[1] >= 0.0;
@@ -35,7 +35,7 @@ impl Interval {
             noise: match (o.significant, spans_zero) {
                 (true, _) => None,
                 (false, true) => Some(" within noise"),
-                (false, false) => Some(" (not significant after Holm)"),
+                (false, false) => Some(" not significant (Holm)"),
             },
         }
     }

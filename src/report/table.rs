@@ -45,7 +45,7 @@ pub fn render(r: &Results) -> String {
     for t in threads {
         s += &format!("\nthreads {t}\n");
         s += &format!(
-            "  {:<width$} {:>10} {:>6}  {:<36} {:>8} {:>13} {:>9}{}\n",
+            "  {:<width$} {:>10} {:>6}  {:<46} {:>8} {:>13} {:>9}{}\n",
             "variant",
             "qps",
             "blocks",
@@ -62,7 +62,7 @@ pub fn render(r: &Results) -> String {
                 String::new()
             };
             s += &format!(
-                "  {:<width$} {:>10.0} {:>6}  {:<36} {:>8.3} {:>13} {:>9}{time}\n",
+                "  {:<width$} {:>10.0} {:>6}  {:<46} {:>8.3} {:>13} {:>9}{time}\n",
                 c.variant,
                 c.qps_median,
                 c.trials.len(),
