@@ -26,6 +26,8 @@ pub struct Switcher {
     current: BTreeMap<String, String>,
     /// Restored, or given up on (the journal kept): nothing left for Drop to do.
     done: bool,
+    /// A journal was written (here or on the server): there is one to remove.
+    saved: bool,
     /// Statements run so far, for the log.
     pub statements: Vec<String>,
 }
@@ -90,6 +92,7 @@ impl Switcher {
             server_schema: (!managed).then(|| server.schema.clone()),
             current: BTreeMap::new(),
             done: false,
+            saved: false,
             statements: vec![],
         })
     }
@@ -120,6 +123,7 @@ impl Switcher {
 
     /// Write the journal: the local file, then the server's copy.
     fn save(&mut self) -> Result<()> {
+        self.saved = true;
         if let Some(p) = &self.journal_path {
             self.journal.save(p)?;
         }
@@ -173,6 +177,11 @@ impl Switcher {
             return Ok(());
         }
         restore_journal(self.admin.as_mut(), &self.journal)?;
+        if !self.saved {
+            // Locked, but stopped before the first change (the tables failed to prepare).
+            self.done = true;
+            return Ok(());
+        }
         if let Some(schema) = &self.server_schema {
             self.admin
                 .delete_server_journal(schema, &self.journal.server_key())?;

@@ -155,6 +155,7 @@ fn main() {
         bench::sysbench_tables_are_reused_as_they_are,
         run::dry_run_prints_statements_and_changes_nothing,
         run::a_query_the_server_refuses_is_bad_input_and_changes_nothing,
+        run::a_failing_setup_is_bad_input_and_changes_nothing,
         run::run_measures_and_restores_every_setting,
         safety::a_bad_out_directory_fails_before_anything_changes,
         run::audit_plugin_is_installed_for_the_run_and_removed_after,

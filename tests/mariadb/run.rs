@@ -181,3 +181,25 @@ pub(crate) fn a_query_the_server_refuses_is_bad_input_and_changes_nothing(ctx: &
         "refused before the schema was created"
     );
 }
+
+pub(crate) fn a_failing_setup_is_bad_input_and_changes_nothing(ctx: &Ctx) {
+    let out = ctx.out_dir("badsetup");
+    let mut args = ctx.run_args("t_badsetup", &["general-log"], "1", "2", &out);
+    args.extend(
+        [
+            "--query",
+            "select * from t_missing",
+            "--setup",
+            "create tabel t_missing (id int)",
+        ]
+        .map(String::from),
+    );
+    let o = ctx.run(&args);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(stderr.contains("setup statement failed"), "{stderr}");
+    assert_eq!(stderr.matches("Error:").count(), 1, "one message: {stderr}");
+    assert!(!stderr.contains("restor"), "nothing to restore: {stderr}");
+    assert_eq!(ctx.var("general_log"), "0");
+    assert_eq!(ctx.journals(), 0);
+}
