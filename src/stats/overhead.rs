@@ -27,29 +27,24 @@ pub fn t975(df: usize) -> f64 {
 /// Mean and 95% half-width of a sample with the quantile `q(df)` (the t quantile for the
 /// real thing; the validation passes a wrong one to show it would be caught).
 pub fn mean_ci_with(xs: &[f64], q: fn(usize) -> f64) -> Option<(f64, f64)> {
+    let (mean, var_of_mean) = mean_and_variance_of_mean(xs)?;
+    Some((mean, q(xs.len() - 1) * var_of_mean.sqrt()))
+}
+
+/// The sample mean and the estimated variance of that mean (s² / n). None below 2 values.
+fn mean_and_variance_of_mean(xs: &[f64]) -> Option<(f64, f64)> {
     let n = xs.len();
     if n < 2 {
         return None;
     }
     let mean = xs.iter().sum::<f64>() / n as f64;
     let var = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
-    Some((mean, q(n - 1) * (var / n as f64).sqrt()))
+    Some((mean, var / n as f64))
 }
 
 /// Mean and 95% half-width of a sample (t interval). None for fewer than 2 values.
 pub fn mean_ci(xs: &[f64]) -> Option<(f64, f64)> {
     mean_ci_with(xs, t975)
-}
-
-/// Two-sided p-value of "mean 0" for a sample (one-sample t test); 1 when undefined.
-pub fn t_p_value(xs: &[f64]) -> f64 {
-    let n = xs.len();
-    if n < 2 {
-        return 1.0;
-    }
-    let mean = xs.iter().sum::<f64>() / n as f64;
-    let var = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
-    two_sided_p(mean, (var / n as f64).sqrt(), n - 1)
 }
 
 /// Two-sided p-value of an estimate `mean` with standard error `se` against 0, Student's t
@@ -70,21 +65,13 @@ pub fn pct(log_ratio: f64) -> f64 {
 
 /// The overhead from per-block log ratios ln(qps_variant / qps_baseline): the t interval of
 /// their mean, its p-value, the robust companion and the outlier blocks (indices into
-/// `logs`). `significant` is per interval here; `summary` replaces it with Holm's decision.
-pub fn overhead_of_logs(logs: &[f64]) -> Option<Overhead> {
-    overhead_of_corrected(logs, 0.0)
-}
-
-/// As `overhead_of_logs`, for log ratios corrected by an estimate shared with other cells:
-/// `extra_var` is what that estimate adds to the variance of their mean.
+/// `logs`). The ratios may be corrected by an estimate shared with other cells (carry-over):
+/// `extra_var` is what that estimate adds to the variance of their mean (0 when none).
+/// `significant` is per interval here; `summary` replaces it with Holm's decision.
 pub fn overhead_of_corrected(logs: &[f64], extra_var: f64) -> Option<Overhead> {
     let n = logs.len();
-    if n < 2 {
-        return None;
-    }
-    let mean = logs.iter().sum::<f64>() / n as f64;
-    let var = logs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
-    let se = (var / n as f64 + extra_var).sqrt();
+    let (mean, var_of_mean) = mean_and_variance_of_mean(logs)?;
+    let se = (var_of_mean + extra_var).sqrt();
     let half = t975(n - 1) * se;
     let p_value = two_sided_p(mean, se, n - 1);
     let (lo, hi) = (pct(mean + half), pct(mean - half));
@@ -114,18 +101,6 @@ pub fn robust_disagrees(o: &Overhead) -> bool {
     };
     let excludes = |ci: [f64; 2]| ci[0] > 0.0 || ci[1] < 0.0;
     excludes(r.ci95) != excludes(o.ci95_pct) || r.value < o.ci95_pct[0] || r.value > o.ci95_pct[1]
-}
-
-/// Throughput overhead of `variant` against `baseline`, paired by block index (the two
-/// slices hold one qps per block; extra values in the longer one are ignored).
-pub fn paired_overhead(baseline: &[f64], variant: &[f64]) -> Option<Overhead> {
-    let logs: Vec<f64> = baseline
-        .iter()
-        .zip(variant)
-        .filter(|(b, v)| **b > 0.0 && **v > 0.0)
-        .map(|(b, v)| (v / b).ln())
-        .collect();
-    overhead_of_logs(&logs)
 }
 
 /// Paired difference variant − baseline (e.g. server CPU µs per query), with its 95% CI.
@@ -162,6 +137,18 @@ pub fn median(xs: &[f64]) -> Option<f64> {
 mod tests {
     use super::*;
 
+    /// Throughput overhead of `variant` against `baseline`, paired by block index (the two
+    /// slices hold one qps per block; extra values in the longer one are ignored).
+    fn paired_overhead(baseline: &[f64], variant: &[f64]) -> Option<Overhead> {
+        let logs: Vec<f64> = baseline
+            .iter()
+            .zip(variant)
+            .filter(|(b, v)| **b > 0.0 && **v > 0.0)
+            .map(|(b, v)| (v / b).ln())
+            .collect();
+        overhead_of_corrected(&logs, 0.0)
+    }
+
     #[test]
     fn t_quantiles_match_tables() {
         assert!((t975(1) - 12.706).abs() < 1e-3);
@@ -191,14 +178,15 @@ mod tests {
 
     #[test]
     fn p_values_agree_with_the_interval() {
+        let p = |xs: &[f64]| overhead_of_corrected(xs, 0.0).unwrap().p_value;
         let xs = [0.1, 0.12, 0.09, 0.11, 0.13];
-        assert!(t_p_value(&xs) < 0.001);
+        assert!(p(&xs) < 0.001);
         let ys = [0.1, -0.1, 0.05, -0.04];
-        assert!(t_p_value(&ys) > 0.5);
+        assert!(p(&ys) > 0.5);
         // At the interval's edge the p-value is 0.05.
         let (m, h) = mean_ci(&ys).unwrap();
         let shifted: Vec<f64> = ys.iter().map(|y| y - (m - h)).collect();
-        assert!((t_p_value(&shifted) - 0.05).abs() < 1e-6);
+        assert!((p(&shifted) - 0.05).abs() < 1e-6);
     }
 
     #[test]
