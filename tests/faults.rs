@@ -9,6 +9,7 @@
 
 mod common;
 
+use common::text;
 use dbtax::server::ManagedConfig;
 use dbtax::server::mysql::managed::ManagedServer;
 use mysql::prelude::Queryable;
@@ -47,18 +48,11 @@ impl Ctx {
     }
 
     fn root(&self) -> mysql::Conn {
-        let opts = mysql::OptsBuilder::new()
-            .user(Some("root"))
-            .socket(Some(self.socket.to_string_lossy().into_owned()));
-        mysql::Conn::new(opts).expect("root connection to the test server")
+        common::root(&self.socket)
     }
 
     fn var(&self, name: &str) -> String {
-        let v: Option<String> = self
-            .root()
-            .query_first(format!("SELECT @@GLOBAL.{name}"))
-            .unwrap();
-        v.unwrap_or_default()
+        common::global_var(&self.socket, name)
     }
 
     fn audit_loaded(&self) -> bool {
@@ -155,15 +149,6 @@ fn set_arg(args: &mut Vec<String>, flag: &str, value: &str) {
         Some(i) => args[i + 1] = value.to_string(),
         None => args.extend([flag.to_string(), value.to_string()]),
     }
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 fn wait_child(child: Child, limit: Duration) -> Output {

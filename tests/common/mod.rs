@@ -147,3 +147,30 @@ pub fn free_port() -> u16 {
         .unwrap()
         .port()
 }
+
+/// A root connection to a test server over its unix socket.
+pub fn root(socket: &Path) -> mysql::Conn {
+    let opts = mysql::OptsBuilder::new()
+        .user(Some("root"))
+        .socket(Some(socket.to_string_lossy().into_owned()));
+    mysql::Conn::new(opts).expect("root connection to the test server")
+}
+
+/// `SELECT @@GLOBAL.name` on a test server, as text.
+pub fn global_var(socket: &Path, name: &str) -> String {
+    use mysql::prelude::Queryable;
+    let v: Option<String> = root(socket)
+        .query_first(format!("SELECT @@GLOBAL.{name}"))
+        .unwrap();
+    v.unwrap_or_default()
+}
+
+/// A finished command's exit code, stdout and stderr, for assertion messages.
+pub fn text(o: &std::process::Output) -> String {
+    format!(
+        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}

@@ -12,7 +12,7 @@ mod restart;
 mod run;
 mod safety;
 
-use common::validate_results;
+use common::{text, validate_results};
 use dbtax::server::ManagedConfig;
 use dbtax::server::mysql::managed::ManagedServer;
 use mysql::prelude::Queryable;
@@ -45,18 +45,11 @@ impl Ctx {
     }
 
     fn root(&self) -> mysql::Conn {
-        let opts = mysql::OptsBuilder::new()
-            .user(Some("root"))
-            .socket(Some(self.socket.to_string_lossy().into_owned()));
-        mysql::Conn::new(opts).expect("root connection to the test server")
+        common::root(&self.socket)
     }
 
     fn var(&self, name: &str) -> String {
-        let v: Option<String> = self
-            .root()
-            .query_first(format!("SELECT @@GLOBAL.{name}"))
-            .unwrap();
-        v.unwrap_or_default()
+        common::global_var(&self.socket, name)
     }
 
     fn set(&self, name: &str, value: &str) {
@@ -107,15 +100,6 @@ impl Ctx {
             .map(|d| d.count())
             .unwrap_or(0)
     }
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 fn ok(o: &Output) {
