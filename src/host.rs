@@ -54,6 +54,56 @@ pub fn process_cpu_us(pid: u32) -> Option<u64> {
     Some((utime + stime) * 1_000_000 / hz)
 }
 
+/// A process's CPU time at one moment: the kernel's tick-counted total (µs, every thread
+/// that ever ran, at 10 ms resolution) and, where the kernel offers it, each live thread's
+/// time in nanoseconds (/proc/PID/task/TID/schedstat).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CpuSnapshot {
+    /// utime + stime from /proc/PID/stat, µs.
+    pub ticks_us: u64,
+    /// Live threads' CPU time, ns, by thread id.
+    pub threads_ns: Option<std::collections::BTreeMap<u32, u64>>,
+}
+
+impl CpuSnapshot {
+    /// CPU time used between `self` and `later`, µs: summed over threads in nanoseconds
+    /// when every thread of `self` is still alive (a thread's time dies with it), else
+    /// from the ticks.
+    pub fn used_until(&self, later: &CpuSnapshot) -> f64 {
+        if let (Some(a), Some(b)) = (&self.threads_ns, &later.threads_ns)
+            && a.keys().all(|tid| b.contains_key(tid))
+        {
+            let ns: u64 = b
+                .iter()
+                .map(|(tid, t)| t.saturating_sub(a.get(tid).copied().unwrap_or(0)))
+                .sum();
+            return ns as f64 / 1000.0;
+        }
+        later.ticks_us.saturating_sub(self.ticks_us) as f64
+    }
+}
+
+/// A process's CPU time now (None when it cannot be read).
+pub fn process_cpu(pid: u32) -> Option<CpuSnapshot> {
+    let ticks_us = process_cpu_us(pid)?;
+    let threads_ns = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .ok()
+        .and_then(|dir| {
+            dir.map(|e| {
+                let e = e.ok()?;
+                let tid: u32 = e.file_name().to_str()?.parse().ok()?;
+                let text = std::fs::read_to_string(e.path().join("schedstat")).ok()?;
+                let ns: u64 = text.split_whitespace().next()?.parse().ok()?;
+                Some((tid, ns))
+            })
+            .collect::<Option<std::collections::BTreeMap<u32, u64>>>()
+        });
+    Some(CpuSnapshot {
+        ticks_us,
+        threads_ns,
+    })
+}
+
 /// This process's CPU time (user + system, all threads) so far, µs.
 pub fn self_cpu_us() -> u64 {
     // SAFETY: getrusage writes into the zeroed struct we pass.
@@ -137,5 +187,35 @@ mod tests {
         }
         std::hint::black_box(x);
         assert!(super::self_cpu_us() > a);
+    }
+
+    #[test]
+    fn cpu_between_snapshots_is_counted_in_nanoseconds_while_threads_live() {
+        use super::CpuSnapshot;
+        let at = |ticks_us, threads: &[(u32, u64)]| CpuSnapshot {
+            ticks_us,
+            threads_ns: Some(threads.iter().copied().collect()),
+        };
+        let a = at(10_000, &[(1, 5_000_000), (2, 1_000_000)]);
+        // Thread 1 ran 1.5 ms, thread 2 0.25 ms, thread 3 (new) 0.1 ms: 1.85 ms, though the
+        // ticks moved by 10 ms.
+        let b = at(20_000, &[(1, 6_500_000), (2, 1_250_000), (3, 100_000)]);
+        assert!((a.used_until(&b) - 1850.0).abs() < 1e-9);
+        // Thread 2 exited: its time since `a` is lost, so the ticks are used.
+        let c = at(30_000, &[(1, 6_500_000)]);
+        assert_eq!(a.used_until(&c), 20_000.0);
+        // No per-thread figures: the ticks.
+        let d = CpuSnapshot {
+            ticks_us: 40_000,
+            threads_ns: None,
+        };
+        assert_eq!(a.used_until(&d), 30_000.0);
+    }
+
+    #[test]
+    fn this_process_has_per_thread_cpu_times() {
+        let s = super::process_cpu(std::process::id()).unwrap();
+        let threads = s.threads_ns.expect("/proc/self/task/*/schedstat");
+        assert!(threads.contains_key(&std::process::id()));
     }
 }

@@ -131,6 +131,9 @@ pub struct VariantInfo {
     pub server_opts: Vec<String>,
     /// Every global variable this variant sets, with its value.
     pub settings: BTreeMap<String, String>,
+    /// Plugins loaded only while this variant runs (the baseline runs without them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub plugins: Vec<String>,
 }
 
 /// The overhead of a variant against the baseline at the same thread count.
@@ -236,6 +239,10 @@ pub struct Results {
     /// The seed of the trial order: the same seed replays the same order.
     #[serde(default)]
     pub seed: u64,
+    /// `--compare-target`: the other server of the comparison (its address, password
+    /// hidden). Both ran in the same blocks, so B/A is paired block by block.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paired_with: Option<String>,
     /// The thread count the headline is about, fixed before the run.
     #[serde(default)]
     pub headline_threads: u32,

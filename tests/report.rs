@@ -69,12 +69,58 @@ fn compare_snapshot() {
     b.target.server_version = "another server".into();
     for c in &mut b.cells {
         c.qps_median *= 0.5;
+        for t in &mut c.trials {
+            t.qps *= 0.5;
+        }
     }
     let text = compare::render_text(&a, &b);
-    assert!(text.contains("0.50"), "{text}");
+    assert!(text.contains("0.500 ["), "{text}");
+    assert!(text.contains("unpaired"), "{text}");
     insta::assert_snapshot!("compare_text", text);
     let page = compare::render_html(&a, &b);
     assert_eq!(page.matches("<svg").count(), 2);
+}
+
+#[test]
+fn compare_pairs_blocks_only_when_the_servers_ran_interleaved() {
+    let mut a = fixture("general-log.json");
+    // (The fixture predates the block numbers: its trials are in block order.)
+    for c in &mut a.cells {
+        for (i, t) in c.trials.iter_mut().enumerate() {
+            t.block = i as u32;
+        }
+    }
+    let mut b = a.clone();
+    b.target.url = "mysql://other".into();
+    // B is 20% slower, with a little noise of its own on top of A's block-to-block drift.
+    for c in &mut b.cells {
+        for t in &mut c.trials {
+            t.qps *= 0.8 * (1.0 + 0.01 * f64::from(t.block % 3));
+        }
+    }
+    let width = |r: compare::Ratio| r.ci95[1] - r.ci95[0];
+    let (unpaired, paired) = {
+        let ps = compare::pairs(&a, &b);
+        let p = &ps[0];
+        (
+            compare::b_over_a(p, false).unwrap(),
+            compare::b_over_a(p, true).unwrap(),
+        )
+    };
+    for r in [unpaired, paired] {
+        assert!(r.ci95[0] < 0.81 && r.ci95[1] > 0.8, "{r}");
+    }
+    assert!(
+        width(paired) < width(unpaired) / 3.0,
+        "pairing removes A's drift: {paired} vs {unpaired}"
+    );
+    // Separate runs are compared unpaired; an interleaved pair (each names the other) paired.
+    assert!(compare::render_text(&a, &b).contains("Welch"));
+    a.paired_with = Some(b.target.url.clone());
+    b.paired_with = Some(a.target.url.clone());
+    let text = compare::render_text(&a, &b);
+    assert!(text.contains("interleaved"), "{text}");
+    assert!(text.contains(&paired.to_string()), "{text}");
 }
 
 #[test]

@@ -1,11 +1,12 @@
 //! `dbtax run`: an experiment from a file, a preset or flags; `--dry-run` prints its plan;
-//! `--compare-target` runs it on a second server too and compares.
+//! `--compare-target` runs it on a second server at the same time, interleaved block by
+//! block, and compares them with a paired B/A interval.
 
 use super::progress::RunDisplay;
 use crate::cli::RunArgs;
 use crate::config::run::{experiment, run_options};
 use crate::config::server_config;
-use crate::experiment::execute::{Executed, RunOptions, dry_run, execute};
+use crate::experiment::execute::{Executed, RunOptions, dry_run, execute, execute_pair};
 use crate::experiment::spec::Experiment;
 use crate::server::{ServerConfig, TargetSpec};
 use anyhow::Result;
@@ -22,25 +23,27 @@ pub fn run(args: RunArgs) -> Result<()> {
     let Some(t2) = &args.compare_target else {
         return run_and_print(&exp, &config, &opts).map(|_| ());
     };
-    // Check the second target before the first run starts.
     let config2 = ServerConfig {
         spec: TargetSpec::parse(t2)?,
         ..config.clone()
     };
-    let first = run_and_print(&exp, &config, &opts)?;
-    let opts2 = RunOptions {
-        out: Some(first.dir.join("compare-target")),
-        ..opts.clone()
-    };
-    let second = run_and_print(&exp, &config2, &opts2)?;
+    let mut display = RunDisplay::new(opts.json);
+    let executed = execute_pair(&exp, [&config, &config2], &opts, &mut display);
+    display.finish();
+    let [a, b] = executed?;
+    let (a, b) = (print_executed(a, &opts), print_executed(b, &opts));
+    let (a, b) = (a?, b?);
+    if opts.json {
+        return Ok(());
+    }
     println!(
         "\n{}",
-        crate::report::compare::render_text(&first.results, &second.results)
+        crate::report::compare::render_text(&a.results, &b.results)
     );
-    let page = first.dir.join("compare.html");
+    let page = a.dir.join("compare.html");
     std::fs::write(
         &page,
-        crate::report::compare::render_html(&first.results, &second.results),
+        crate::report::compare::render_html(&a.results, &b.results),
     )?;
     println!("Comparison: {}", page.display());
     Ok(())
@@ -56,7 +59,12 @@ pub fn run_and_print(
     let mut display = RunDisplay::new(opts.json);
     let executed = execute(exp, config, opts, &mut display);
     display.finish();
-    let mut executed = executed?;
+    print_executed(executed?, opts)
+}
+
+/// Print what a run measured (the table, or results.json with --json) and where it went;
+/// then its error, if it stopped early.
+fn print_executed(mut executed: Executed, opts: &RunOptions) -> Result<Executed> {
     let r = &executed.results;
     if opts.json {
         println!("{}", serde_json::to_string_pretty(r)?);

@@ -6,12 +6,13 @@
 use super::live::LiveBench;
 use super::plan::Plan;
 use super::preflight::{log_files, preflight};
-use super::runner::{self, BlockDone, Observer};
+use super::runner::{self, Bench, BlockDone, Observer};
 use super::spec::Experiment;
 use crate::feature::toggle::Switcher;
 use crate::load::{TrialPlan, TrialProgress};
-use crate::results::{Results, SCHEMA, ToolInfo, VariantInfo};
+use crate::results::{Cell, Results, SCHEMA, ToolInfo, Trial, VariantInfo};
 use crate::server::{Server, ServerConfig, catalog};
+use crate::workload::PreparedWorkload;
 use anyhow::{Context, Result};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -68,6 +69,78 @@ pub fn dry_run(exp: &Experiment, config: &ServerConfig, opts: &RunOptions) -> Re
     super::dry_run::render(exp, &server.label(), &server.server_version, &plan)
 }
 
+/// A server made ready for trials: opened, resolved, locked, its tables prepared, its
+/// journal begun, results.json's header filled in.
+struct Ready {
+    server: Server,
+    plan: Plan,
+    prepared: PreparedWorkload,
+    switcher: Switcher,
+    results: Results,
+    dir: PathBuf,
+}
+
+impl Ready {
+    /// Everything before the first trial. Err: nothing was changed (bad input, an
+    /// unreachable server, another run holding it) or what was begun is restored.
+    fn new(
+        exp: &Experiment,
+        (server, mut plan): (Server, Plan),
+        opts: &RunOptions,
+        display: &mut dyn Observer,
+    ) -> Result<Ready> {
+        display.status(&format!(
+            "dbtax run '{}' on {} ({}): {} variants × threads {:?}",
+            exp.name,
+            server.label(),
+            server.server_version,
+            exp.variants.len(),
+            exp.threads
+        ));
+        for n in &plan.notes {
+            display.status(&format!("  note: {n}"));
+        }
+        // A bad --out is bad input: fail on it before anything on the server changes.
+        let dir = out_dir(opts.out.as_deref(), &exp.name)?;
+        let started_at = crate::host::now_rfc3339();
+        // One run per server: the lock is taken before the tables are prepared.
+        let mut switcher = Switcher::lock(&server, &started_at)?;
+        let prepared = server.prepare(&exp.workload, opts.json)?;
+        if prepared.created.contains(&true) {
+            wait_until_quiet(&server, display);
+        }
+        switcher.begin(
+            &plan.plugins,
+            &plan.switched_plugins,
+            &plan.touched,
+            &plan.plugin_vars,
+        )?;
+        let originals = switcher.originals();
+        if plan.log_files.len() < plan.log_file_vars.len() {
+            plan.log_files = log_files(server.admin()?.as_mut(), &server, &plan.log_file_vars)?;
+        }
+        let mut results = header(exp, &server, &plan, &originals, started_at);
+        results.workload = prepared.to_json();
+        Ok(Ready {
+            server,
+            plan,
+            prepared,
+            switcher,
+            results,
+            dir,
+        })
+    }
+}
+
+fn trial_plan(exp: &Experiment) -> TrialPlan {
+    TrialPlan {
+        threads: 1,
+        duration: exp.trial,
+        warmup: exp.warmup,
+        queries: exp.queries_per_trial,
+    }
+}
+
 /// Run an experiment on the server. Err: nothing ran (bad input, unreachable server...);
 /// Ok: results exist, with `error` set when the run stopped early.
 pub fn execute(
@@ -76,57 +149,179 @@ pub fn execute(
     opts: &RunOptions,
     display: &mut dyn Observer,
 ) -> Result<Executed> {
-    let (mut server, mut plan) = open(exp, config, opts)?;
-    display.status(&format!(
-        "dbtax run '{}' on {} ({}): {} variants × threads {:?}",
-        exp.name,
-        server.label(),
-        server.server_version,
-        exp.variants.len(),
-        exp.threads
-    ));
-    for n in &plan.notes {
-        display.status(&format!("  note: {n}"));
-    }
-    // A bad --out is bad input: fail on it before anything on the server changes.
-    let dir = out_dir(opts.out.as_deref(), &exp.name)?;
-    let started_at = crate::host::now_rfc3339();
-    // One run per server: the lock is taken before the tables are prepared.
-    let mut switcher = Switcher::lock(&server, &started_at)?;
-    let prepared = server.prepare(&exp.workload, opts.json)?;
-    if prepared.created.contains(&true) {
-        wait_until_quiet(&server, display);
-    }
-    switcher.begin(&plan.plugins, &plan.touched)?;
-    let originals = switcher.originals();
-    if plan.log_files.len() < plan.log_file_vars.len() {
-        plan.log_files = log_files(server.admin()?.as_mut(), &server, &plan.log_file_vars)?;
-    }
-    let mut results = header(exp, &server, &plan, &originals, started_at);
-    results.workload = prepared.to_json();
-    let trial = TrialPlan {
-        threads: 1,
-        duration: exp.trial,
-        warmup: exp.warmup,
-        queries: exp.queries_per_trial,
-    };
+    let Ready {
+        mut server,
+        plan,
+        prepared,
+        switcher,
+        mut results,
+        dir,
+    } = Ready::new(exp, open(exp, config, opts)?, opts, display)?;
     let mut bench = LiveBench::new(
         &mut server,
         &prepared,
         &plan,
         switcher,
-        trial,
+        trial_plan(exp),
         exp.max_log_bytes,
     );
     let mut recorder = Recorder {
-        results: &mut results,
-        dir: &dir,
+        runs: vec![(&mut results, &dir)],
         display,
     };
     recorder.write()?;
     let outcome = runner::run(exp, &mut bench, &mut recorder);
     let restored = bench.finish();
     drop(bench);
+    conclude(outcome, restored, results, dir)
+}
+
+/// One experiment on two servers at once (`--compare-target`): every block runs every
+/// variant on A and on B, in one randomized order, so B/A is paired block by block as the
+/// variants are. Both servers are locked, journaled and restored as in `execute`; B's
+/// results go to `compare-target/` inside A's folder.
+pub fn execute_pair(
+    exp: &Experiment,
+    configs: [&ServerConfig; 2],
+    opts: &RunOptions,
+    display: &mut dyn Observer,
+) -> Result<[Executed; 2]> {
+    let opened_a = open(exp, configs[0], opts)?;
+    let opened_b = open(exp, configs[1], opts)?;
+    if opened_a.0.identity == opened_b.0.identity {
+        return Err(crate::error::usage(format!(
+            "--compare-target names the same server as --target ({}); give two different \
+             servers. Nothing was changed",
+            opened_b.0.label()
+        )));
+    }
+    let mut a = Ready::new(exp, opened_a, opts, display)?;
+    let opts_b = RunOptions {
+        out: Some(a.dir.join("compare-target")),
+        ..opts.clone()
+    };
+    let mut b = Ready::new(exp, opened_b, &opts_b, display)?;
+    a.results.paired_with = Some(b.results.target.url.clone());
+    b.results.paired_with = Some(a.results.target.url.clone());
+    let nv = exp.variants.len();
+    let both = exp.on_two_servers();
+    let (mut ra, mut rb) = (a.results, b.results);
+    let (outcome, restored) = {
+        let mut bench = PairBench {
+            nv,
+            a: LiveBench::new(
+                &mut a.server,
+                &a.prepared,
+                &a.plan,
+                a.switcher,
+                trial_plan(exp),
+                exp.max_log_bytes,
+            ),
+            b: LiveBench::new(
+                &mut b.server,
+                &b.prepared,
+                &b.plan,
+                b.switcher,
+                trial_plan(exp),
+                exp.max_log_bytes,
+            ),
+        };
+        let mut recorder = Recorder {
+            runs: vec![(&mut ra, &a.dir), (&mut rb, &b.dir)],
+            display,
+        };
+        recorder.write()?;
+        let outcome = runner::run(&both, &mut bench, &mut recorder);
+        let restored = [bench.a.finish(), bench.b.finish()];
+        (outcome, restored)
+    };
+    let [restored_a, restored_b] = restored;
+    let (oa, ob) = match outcome {
+        Ok(o) => {
+            let [oa, ob] = split_outcome(o);
+            (Ok(oa), Ok(ob))
+        }
+        Err(e) => {
+            let again = anyhow::anyhow!("{e:#}");
+            (Err(e), Err(again))
+        }
+    };
+    Ok([
+        conclude(oa, restored_a, ra, a.dir)?,
+        conclude(ob, restored_b, rb, b.dir)?,
+    ])
+}
+
+/// The two servers of `--compare-target` behind one `Bench`: variants `0..nv` are A's,
+/// `nv..2nv` B's.
+struct PairBench<'a> {
+    nv: usize,
+    a: LiveBench<'a>,
+    b: LiveBench<'a>,
+}
+
+impl Bench for PairBench<'_> {
+    fn apply(&mut self, variant: usize, observer: &mut dyn Observer) -> Result<()> {
+        match variant.checked_sub(self.nv) {
+            None => self.a.apply(variant, observer),
+            Some(v) => self.b.apply(v, observer),
+        }
+    }
+
+    fn trial(
+        &mut self,
+        variant: usize,
+        threads: u32,
+        observer: &mut dyn Observer,
+    ) -> Result<Trial> {
+        match variant.checked_sub(self.nv) {
+            None => self.a.trial(variant, threads, observer),
+            Some(v) => self.b.trial(v, threads, observer),
+        }
+    }
+}
+
+/// A two-server run's variant name ("A:off", "B:audit") as (side, the variant's own name).
+fn side_of(name: &str) -> (usize, &str) {
+    match name.split_once(':') {
+        Some(("A", own)) => (0, own),
+        Some(("B", own)) => (1, own),
+        _ => (0, name),
+    }
+}
+
+/// The cells of a two-server run, A's and B's, under their own variant names (a trial's
+/// `after` keeps its side: "B:audit" ran on the other server).
+fn split_cells(cells: &[Cell]) -> [Vec<Cell>; 2] {
+    let mut out = [vec![], vec![]];
+    for c in cells {
+        let (side, own) = side_of(&c.variant);
+        let mut c = c.clone();
+        c.variant = own.to_string();
+        out[side].push(c);
+    }
+    out
+}
+
+fn split_outcome(o: runner::Outcome) -> [runner::Outcome; 2] {
+    let [ca, cb] = split_cells(&o.cells);
+    let side = |cells| runner::Outcome {
+        cells,
+        carry_over_pct: o.carry_over_pct.clone(),
+        intervals: o.intervals,
+        warnings: o.warnings.clone(),
+    };
+    [side(ca), side(cb)]
+}
+
+/// After the loop: the results completed (or marked incomplete with the error), written
+/// with their reports. A failed restore is the error, after the run's own.
+fn conclude(
+    outcome: Result<runner::Outcome>,
+    restored: Result<()>,
+    mut results: Results,
+    dir: PathBuf,
+) -> Result<Executed> {
     let error = match outcome {
         Ok(o) => {
             results.cells = o.cells;
@@ -215,6 +410,7 @@ fn header(
         warmup_s: exp.warmup.as_secs_f64(),
         queries_per_trial: exp.queries_per_trial,
         seed: exp.seed,
+        paired_with: None,
         headline_threads: exp.headline_threads(),
         variants: variant_infos(plan, originals),
         cells: vec![],
@@ -232,6 +428,7 @@ fn variant_infos(plan: &Plan, originals: &BTreeMap<String, String>) -> Vec<Varia
             feature: v.features.first().cloned(),
             baseline: plan.variants[v.baseline].name.clone(),
             server_opts: v.server_opts.clone(),
+            plugins: v.plugins.iter().map(|p| p.soname.to_string()).collect(),
             settings: v
                 .state
                 .iter()
@@ -275,16 +472,19 @@ pub fn write_results(dir: &Path, results: &Results) -> Result<()> {
     Ok(())
 }
 
-/// Keeps results.json current after every block, and passes every event on to the display.
+/// Keeps results.json current after every block (of each server, for a two-server run),
+/// and passes every event on to the display.
 struct Recorder<'a> {
-    results: &'a mut Results,
-    dir: &'a Path,
+    runs: Vec<(&'a mut Results, &'a PathBuf)>,
     display: &'a mut dyn Observer,
 }
 
 impl Recorder<'_> {
     fn write(&self) -> Result<()> {
-        write_results(self.dir, self.results)
+        for (results, dir) in &self.runs {
+            write_results(dir, results)?;
+        }
+        Ok(())
     }
 }
 
@@ -303,7 +503,14 @@ impl Observer for Recorder<'_> {
     }
 
     fn block_done(&mut self, block: &BlockDone<'_>) -> Result<()> {
-        self.results.cells = block.cells.to_vec();
+        if let [(results, _)] = self.runs.as_mut_slice() {
+            results.cells = block.cells.to_vec();
+        } else {
+            let split = split_cells(block.cells);
+            for ((results, _), cells) in self.runs.iter_mut().zip(split) {
+                results.cells = cells;
+            }
+        }
         self.write()?;
         self.display.block_done(block)
     }

@@ -4,6 +4,7 @@
 
 use super::disk::DiskGuard;
 use super::plan::{Plan, Restarter};
+use super::preflight::log_files;
 use super::runner::{Bench, Observer};
 use crate::feature::toggle::Switcher;
 use crate::load::{TrialPlan, TrialProbes, run_trial};
@@ -147,7 +148,13 @@ impl Bench for LiveBench<'_> {
             observer.status(&format!("restarting the server with {opts:?}"));
             self.restart(&opts)?;
         }
-        self.switcher.apply(&self.plan.variants[variant].state)
+        self.switcher.apply(&v.state, &v.plugins)?;
+        if !v.plugins.is_empty() && self.disk.files.len() < self.plan.log_file_vars.len() {
+            // A switched plugin's log file is known once it is loaded.
+            let mut admin = self.server.admin()?;
+            self.disk.files = log_files(admin.as_mut(), self.server, &self.plan.log_file_vars)?;
+        }
+        Ok(())
     }
 
     fn trial(
@@ -159,7 +166,7 @@ impl Bench for LiveBench<'_> {
         self.guard_disk(variant, threads)?;
         if self.server.is_managed() {
             // The server is ours and thrown away: keep its logs from filling the disk.
-            for f in &self.plan.log_files {
+            for f in &self.disk.files {
                 if let Ok(file) = std::fs::OpenOptions::new().write(true).open(f) {
                     let _ = file.set_len(0);
                 }
@@ -189,7 +196,7 @@ impl Bench for LiveBench<'_> {
             }
         }
         let probes = TrialProbes {
-            log_files: self.plan.log_files.clone(),
+            log_files: self.disk.files.clone(),
             server_status: true,
             watch: self.disk.watch(self.log_growth),
         };

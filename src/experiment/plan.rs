@@ -31,6 +31,8 @@ pub struct PlannedVariant {
     pub state: State,
     /// Restart-only server options (its own and its features').
     pub server_opts: Vec<String>,
+    /// Switched plugins this variant runs with (loaded on entering it, removed on leaving).
+    pub plugins: Vec<Plugin>,
     /// Index of the variant its overhead is computed against (itself for a baseline).
     pub baseline: usize,
     /// Multi-factor: (factor, index of the variant differing only in that factor).
@@ -40,7 +42,8 @@ pub struct PlannedVariant {
 /// The exact statements a run would send, for the dry run.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Statements {
-    /// Before the first trial (journaled first; only for plugins that are not loaded).
+    /// Before the first trial (journaled first; only for plugins that are not loaded and
+    /// stay for the whole run).
     pub install: Vec<String>,
     /// What entering each variant changes, from the server's current settings.
     pub per_variant: Vec<Vec<String>>,
@@ -61,8 +64,13 @@ pub struct Plan {
     pub current: BTreeMap<String, String>,
     /// Other server variables worth recording beside the results.
     pub relevant: BTreeMap<String, String>,
-    /// Plugins the features need (installed when absent, removed after).
+    /// Plugins loaded for the whole run (installed when absent, removed after).
     pub plugins: Vec<Plugin>,
+    /// Plugins loaded only in the variants that use them (absent before the run): installed
+    /// and uninstalled at each switch, so that the baseline runs without them.
+    pub switched_plugins: Vec<Plugin>,
+    /// Variables that exist only while a switched plugin is loaded.
+    pub plugin_vars: Vec<String>,
     /// Variables naming the files the features write.
     pub log_file_vars: Vec<&'static str>,
     /// Their local paths (log bytes per query, disk guard); a plugin's appear once it is

@@ -8,7 +8,7 @@ use super::plan::{Plan, PlannedVariant, Restarter, Statements};
 use super::spec::Experiment;
 use crate::error::usage;
 use crate::feature::toggle::{self, State};
-use crate::server::catalog::{self, Feature};
+use crate::server::catalog::{self, Feature, Plugin};
 use crate::server::{Admin, Family, Server, Support, SupportContext};
 use anyhow::Result;
 use std::collections::BTreeMap;
@@ -32,11 +32,13 @@ pub fn preflight(exp: &Experiment, server: &Server, restart_cmd: Option<&str>) -
                 features: v.features.clone(),
                 state,
                 server_opts,
+                plugins: vec![],
                 baseline: v.baseline,
                 effects: v.effects.clone(),
             }
         })
         .collect();
+    let mut variants = variants;
     let restarter = restarter(&variants, server, restart_cmd)?;
     let ctx = SupportContext {
         can_restart: restarter != Restarter::None || server.is_managed(),
@@ -78,8 +80,30 @@ pub fn preflight(exp: &Experiment, server: &Server, restart_cmd: Option<&str>) -
             ));
         }
     }
-    let plugins: Vec<_> = features.iter().filter_map(|f| f.plugin).collect();
-    let statements = statements(admin.as_ref(), &variants, &touched, &current, &plugins);
+    let (plugins, switched_plugins) = plugins(admin.as_mut(), &features, &mut notes)?;
+    let plugin_vars: Vec<String> = features
+        .iter()
+        .filter(|f| f.plugin.is_some_and(|p| switched_plugins.contains(&p)))
+        .flat_map(|f| f.on.iter().chain(f.off))
+        .map(|(k, _)| k.to_string())
+        .collect();
+    for v in &mut variants {
+        for name in &v.features {
+            if let Some(p) = feature(name).plugin
+                && switched_plugins.contains(&p)
+                && !v.plugins.contains(&p)
+            {
+                v.plugins.push(p);
+            }
+        }
+    }
+    let statements = statements(
+        admin.as_ref(),
+        &variants,
+        &touched,
+        &current,
+        (&plugins, &switched_plugins, &plugin_vars),
+    );
     Ok(Plan {
         variants,
         statements,
@@ -87,6 +111,8 @@ pub fn preflight(exp: &Experiment, server: &Server, restart_cmd: Option<&str>) -
         touched,
         current,
         plugins,
+        switched_plugins,
+        plugin_vars,
         log_file_vars,
         log_files,
         restarter,
@@ -107,6 +133,34 @@ pub fn log_files(
         .filter_map(|v| found.get(*v))
         .filter_map(|p| server.local_file(p))
         .collect())
+}
+
+/// The plugins the features need: (loaded for the whole run, switched with the variants).
+/// A switched plugin the server already has loaded stays loaded throughout: dbtax does not
+/// remove what it did not install.
+fn plugins(
+    admin: &mut dyn Admin,
+    features: &[Feature],
+    notes: &mut Vec<String>,
+) -> Result<(Vec<Plugin>, Vec<Plugin>)> {
+    let (mut run, mut switched) = (vec![], vec![]);
+    for f in features {
+        let Some(p) = f.plugin else { continue };
+        if run.contains(&p) || switched.contains(&p) {
+            continue;
+        }
+        if !f.plugin_switched {
+            run.push(p);
+        } else if admin.plugin_active(&p)? {
+            notes.push(format!(
+                "{}: the {} plugin was loaded before this run and stays loaded in every                  variant (the baseline has it idle), so its idle cost is not in the overhead;                  uninstall it first to measure that too",
+                f.name, p.soname
+            ));
+        } else {
+            switched.push(p);
+        }
+    }
+    Ok((run, switched))
 }
 
 /// The features used, looked up once for the server's family, in variant order, no repeats.
@@ -190,25 +244,29 @@ fn statements(
     variants: &[PlannedVariant],
     touched: &[String],
     current: &BTreeMap<String, String>,
-    plugins: &[crate::server::catalog::Plugin],
+    (plugins, switched, plugin_vars): (&[Plugin], &[Plugin], &[String]),
 ) -> Statements {
     let now = |k: &str| current.get(k).cloned();
     let differs = |k: &str, v: &str| now(k).is_none_or(|c| !toggle::same_value(&c, v));
+    let of_plugin = |k: &str| plugin_vars.iter().any(|p| p == k);
     let per_variant = variants
         .iter()
         .map(|v| {
-            v.state
-                .iter()
-                .filter_map(|(k, val)| {
-                    let value = val.clone().or_else(|| now(k))?;
-                    differs(k, &value).then(|| admin.set_sql(k, &value))
-                })
-                .collect()
+            let loads = v.plugins.iter().map(|p| admin.install_sql(p));
+            let sets = v.state.iter().filter_map(|(k, val)| {
+                if of_plugin(k) && v.plugins.is_empty() {
+                    return None;
+                }
+                let value = val.clone().or_else(|| now(k))?;
+                differs(k, &value).then(|| admin.set_sql(k, &value))
+            });
+            loads.chain(sets).collect()
         })
         .collect();
     let mut restore: Vec<String> = touched
         .iter()
         .rev()
+        .filter(|k| !of_plugin(k))
         .filter(|k| {
             variants.iter().any(|v| {
                 v.state
@@ -223,7 +281,12 @@ fn statements(
             )
         })
         .collect();
-    restore.extend(plugins.iter().map(|p| admin.uninstall_sql(p.soname)));
+    restore.extend(
+        plugins
+            .iter()
+            .chain(switched)
+            .map(|p| admin.uninstall_sql(p.soname)),
+    );
     Statements {
         install: plugins.iter().map(|p| admin.install_sql(p)).collect(),
         per_variant,

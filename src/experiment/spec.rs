@@ -153,6 +153,29 @@ impl Experiment {
         }
     }
 
+    /// The same experiment on two servers at once (`--compare-target`): A's variants
+    /// ("A:off", "A:general-log"...) then B's, each compared with its own server's baseline,
+    /// all in the same blocks.
+    pub fn on_two_servers(&self) -> Experiment {
+        let nv = self.variants.len();
+        let side = |prefix: &'static str, shift: usize| {
+            self.variants.iter().map(move |v| VariantSpec {
+                name: format!("{prefix}:{}", v.name),
+                baseline: v.baseline + shift,
+                effects: v
+                    .effects
+                    .iter()
+                    .map(|(f, i)| (f.clone(), i + shift))
+                    .collect(),
+                ..v.clone()
+            })
+        };
+        Experiment {
+            variants: side("A", 0).chain(side("B", nv)).collect(),
+            ..self.clone()
+        }
+    }
+
     /// The thread count the headline reports: the declared one, else the highest.
     pub fn headline_threads(&self) -> u32 {
         self.headline_threads

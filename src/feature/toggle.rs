@@ -7,10 +7,13 @@ use super::journal::{self, Journal};
 use crate::error::usage;
 use crate::server::catalog::Plugin;
 use crate::server::{Admin, Server, ServerLost};
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
+
+/// How long a switched plugin may take to load again after it was removed.
+const PLUGIN_PATIENCE: Duration = Duration::from_secs(10);
 
 /// The full state of one variant: every touched variable, with its value (None: original).
 pub type State = Vec<(String, Option<String>)>;
@@ -24,6 +27,11 @@ pub struct Switcher {
     /// Where the server keeps its copy of the journal (None: a managed server).
     server_schema: Option<String>,
     current: BTreeMap<String, String>,
+    /// Plugins loaded only in some variants, and which of them are loaded now.
+    switched: Vec<Plugin>,
+    loaded: Vec<Plugin>,
+    /// Every journaled or plugin-owned variable (re-read after a plugin comes or goes).
+    vars: Vec<String>,
     /// Restored, or given up on (the journal kept): nothing left for Drop to do.
     done: bool,
     /// A journal was written (here or on the server): there is one to remove.
@@ -91,15 +99,29 @@ impl Switcher {
             journal_path,
             server_schema: (!managed).then(|| server.schema.clone()),
             current: BTreeMap::new(),
+            switched: vec![],
+            loaded: vec![],
+            vars: vec![],
             done: false,
             saved: false,
             statements: vec![],
         })
     }
 
-    /// Install plugins and read originals, journaling each before acting. Journals only
-    /// servers dbtax does not manage (a managed server is thrown away whatever happens).
-    pub fn begin(&mut self, plugins: &[Plugin], vars: &[String]) -> Result<()> {
+    /// Install the run's plugins and read originals, journaling each before acting.
+    /// `switched` plugins (absent now) are loaded later, by `apply`, in the variants that
+    /// use them; the variables in `plugin_vars` exist only then and have no original.
+    /// Journals only servers dbtax does not manage (a managed server is thrown away
+    /// whatever happens).
+    pub fn begin(
+        &mut self,
+        plugins: &[Plugin],
+        switched: &[Plugin],
+        vars: &[String],
+        plugin_vars: &[String],
+    ) -> Result<()> {
+        self.switched = switched.to_vec();
+        self.vars = vars.to_vec();
         self.save()?;
         for p in plugins {
             if !self.admin.plugin_active(p)? {
@@ -112,9 +134,12 @@ impl Switcher {
         let names: Vec<&str> = vars.iter().map(String::as_str).collect();
         let found = self.admin.global_vars(&names)?;
         for v in vars {
-            let value = found
-                .get(v)
-                .ok_or_else(|| usage(format!("the server has no global variable '{v}'")))?;
+            let Some(value) = found.get(v) else {
+                if plugin_vars.contains(v) {
+                    continue;
+                }
+                return Err(usage(format!("the server has no global variable '{v}'")));
+            };
             self.journal.originals.push((v.clone(), value.clone()));
             self.current.insert(v.clone(), value.clone());
         }
@@ -135,12 +160,14 @@ impl Switcher {
         Ok(())
     }
 
-    /// After a server restart: a new connection (the lock again), and every variable back at
-    /// its original.
+    /// After a server restart: a new connection (the lock again), and the variables read
+    /// again.
     pub fn after_restart(&mut self, server: &Server) -> Result<()> {
         self.admin = server.admin()?;
         self.admin.try_run_lock()?;
-        self.current = self.journal.original_map();
+        // Every variable is back at its start-up value; installed plugins stay installed.
+        let names: Vec<&str> = self.vars.iter().map(String::as_str).collect();
+        self.current = self.admin.global_vars(&names)?;
         Ok(())
     }
 
@@ -149,13 +176,23 @@ impl Switcher {
         self.journal.original_map()
     }
 
-    /// Put the server into a variant's state; only changed variables are set.
-    pub fn apply(&mut self, state: &State) -> Result<()> {
+    /// Put the server into a variant's state: its switched plugins loaded (the others
+    /// removed), then every variable the server has now set; only changes are sent.
+    pub fn apply(&mut self, state: &State, plugins: &[Plugin]) -> Result<()> {
+        self.switch_plugins(plugins)?;
         let originals = self.journal.original_map();
         for (var, want) in state {
+            if !self.current.contains_key(var) {
+                // A variable of a plugin this variant runs without.
+                continue;
+            }
             let value = match want {
                 Some(v) => v.clone(),
-                None => originals.get(var).cloned().unwrap_or_default(),
+                // A plugin's variable has no original: it keeps its default.
+                None => match originals.get(var) {
+                    Some(v) => v.clone(),
+                    None => continue,
+                },
             };
             if self
                 .current
@@ -169,6 +206,60 @@ impl Switcher {
             self.current.insert(var.clone(), value);
         }
         Ok(())
+    }
+
+    /// Load the switched plugins `wanted` needs and remove the others, journaling each
+    /// install before it happens; then read the variables again (a plugin's come and go
+    /// with it, at their defaults).
+    fn switch_plugins(&mut self, wanted: &[Plugin]) -> Result<()> {
+        let mut changed = false;
+        for p in self.switched.clone() {
+            let want = wanted.contains(&p);
+            if want == self.loaded.contains(&p) {
+                continue;
+            }
+            changed = true;
+            if want {
+                if !self.journal.installed_plugins.iter().any(|s| s == p.soname) {
+                    self.journal.installed_plugins.push(p.soname.to_string());
+                    self.save()?;
+                }
+                let sql = self.load_plugin(&p)?;
+                self.statements.push(sql);
+                self.loaded.push(p);
+            } else {
+                if let Some(sql) = self.admin.uninstall_plugin(p.soname)? {
+                    self.statements.push(sql);
+                }
+                self.loaded.retain(|l| *l != p);
+            }
+        }
+        if changed {
+            let names: Vec<&str> = self.vars.iter().map(String::as_str).collect();
+            self.current = self.admin.global_vars(&names)?;
+        }
+        Ok(())
+    }
+
+    /// Install a plugin and wait until it is active. A plugin just uninstalled stays in the
+    /// server, marked deleted, while a statement that began before still uses it; installing
+    /// it again only works once that statement ends.
+    fn load_plugin(&mut self, p: &Plugin) -> Result<String> {
+        let deadline = Instant::now() + PLUGIN_PATIENCE;
+        loop {
+            let sql = self.admin.install_plugin(p)?;
+            if self.admin.plugin_active(p)? {
+                return Ok(sql);
+            }
+            if Instant::now() >= deadline {
+                bail!(
+                    "the {} plugin did not become active after {sql} (for {} s): another                      connection is still running a statement that uses it",
+                    p.soname,
+                    PLUGIN_PATIENCE.as_secs()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
     }
 
     /// Put every original value back, uninstall plugins dbtax installed, remove the journal.

@@ -64,7 +64,7 @@ pub struct TrialProgress {
 struct Snapshot {
     at: Instant,
     client_cpu_us: u64,
-    server_cpu_us: Option<u64>,
+    server_cpu: Option<crate::host::CpuSnapshot>,
     log_bytes: Option<u64>,
     status: BTreeMap<String, f64>,
 }
@@ -91,7 +91,7 @@ fn snapshot(server: &Server, probes: &TrialProbes, admin: Option<&mut Box<dyn Ad
     };
     Snapshot {
         client_cpu_us: crate::host::self_cpu_us(),
-        server_cpu_us: server.server_cpu_us(),
+        server_cpu: server.server_cpu(),
         log_bytes,
         status,
         at: Instant::now(),
@@ -312,9 +312,9 @@ fn summarize(reports: Vec<WorkerReport>, before: &Snapshot, after: &Snapshot) ->
     let others_pct = server_counters_per_query
         .get("Questions")
         .map(|q| (100.0 * (q - 1.0)).max(0.0));
-    let server_cpu_us_per_query = match (before.server_cpu_us, after.server_cpu_us) {
+    let server_cpu_us_per_query = match (&before.server_cpu, &after.server_cpu) {
         (Some(_), Some(_)) if others_pct.is_some_and(|p| p > OTHER_CLIENTS_PCT) => None,
-        (Some(b), Some(a)) => Some(per_query(a.saturating_sub(b) as f64)),
+        (Some(b), Some(a)) => Some(per_query(b.used_until(a))),
         _ => None,
     };
     Ok(Trial {

@@ -5,7 +5,83 @@ use super::html::STYLE;
 use super::interval::Interval;
 use super::svg::{Axes, Series, bar_chart, esc, line_chart};
 use crate::results::{Cell, Results};
+use crate::stats::overhead::{mean_ci, welch_ci};
 use std::fmt::Write;
+
+/// B's throughput over A's with its 95% interval.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Ratio {
+    /// Geometric-mean ratio B/A.
+    pub value: f64,
+    /// 95% interval of the ratio.
+    pub ci95: [f64; 2],
+}
+
+impl std::fmt::Display for Ratio {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{:.3} [{:.3}, {:.3}]",
+            self.value, self.ci95[0], self.ci95[1]
+        )
+    }
+}
+
+/// Whether A and B ran interleaved, block by block (`--compare-target`): then each block's
+/// B/A is a paired ratio. Otherwise the runs are separate samples.
+pub fn interleaved(a: &Results, b: &Results) -> bool {
+    a.seed == b.seed
+        && a.paired_with.as_deref() == Some(b.target.url.as_str())
+        && b.paired_with.as_deref() == Some(a.target.url.as_str())
+}
+
+/// B/A throughput of one (variant, threads): paired, the t interval of the blocks' log
+/// ratios; unpaired, Welch's interval on the log throughputs of the two runs' trials.
+pub fn b_over_a(p: &Pair<'_>, paired: bool) -> Option<Ratio> {
+    let (mean, half) = if paired {
+        let logs: Vec<f64> =
+            p.a.trials
+                .iter()
+                .filter_map(|ta| {
+                    let tb = p.b.trials.iter().find(|tb| tb.block == ta.block)?;
+                    (ta.qps > 0.0 && tb.qps > 0.0).then(|| (tb.qps / ta.qps).ln())
+                })
+                .collect();
+        mean_ci(&logs)?
+    } else {
+        let logs = |c: &Cell| -> Vec<f64> {
+            c.trials
+                .iter()
+                .filter(|t| t.qps > 0.0)
+                .map(|t| t.qps.ln())
+                .collect()
+        };
+        welch_ci(&logs(p.a), &logs(p.b))?
+    };
+    Some(Ratio {
+        value: mean.exp(),
+        ci95: [(mean - half).exp(), (mean + half).exp()],
+    })
+}
+
+/// How B/A was estimated, for the reader.
+fn method(paired: bool) -> &'static str {
+    if paired {
+        "B/A: the two servers ran interleaved, block by block; each block's B/A is a paired \
+         ratio and the interval is a t interval over blocks."
+    } else {
+        "B/A: the two runs did not run side by side, so the comparison is unpaired: Welch's \
+         interval on the log throughput of their trials (machine drift between the runs is \
+         inside it; `dbtax run --compare-target` interleaves the servers)."
+    }
+}
+
+fn ratio_text(p: &Pair<'_>, paired: bool) -> String {
+    b_over_a(p, paired).map_or_else(
+        || format!("{:.3}", p.b.qps_median / p.a.qps_median.max(1e-9)),
+        |r| r.to_string(),
+    )
+}
 
 /// A (variant, threads) present in both results.
 pub struct Pair<'a> {
@@ -62,23 +138,24 @@ pub fn render_text(a: &Results, b: &Results) -> String {
     if ps.is_empty() {
         return s + "The two results have no (variant, threads) in common.\n";
     }
+    let paired = interleaved(a, b);
     s += &format!(
-        "{:<14} {:>7} {:>10} {:>10} {:>7}  {:<30} {:<30}\n",
-        "variant", "threads", "qps A", "qps B", "B/A", "overhead A", "overhead B"
+        "{:<14} {:>7} {:>10} {:>10}  {:<22}  {:<30} {:<30}\n",
+        "variant", "threads", "qps A", "qps B", "B/A [95% CI]", "overhead A", "overhead B"
     );
     for p in ps {
         s += &format!(
-            "{:<14} {:>7} {:>10.0} {:>10.0} {:>7.2}  {:<30} {:<30}\n",
+            "{:<14} {:>7} {:>10.0} {:>10.0}  {:<22}  {:<30} {:<30}\n",
             p.variant,
             p.threads,
             p.a.qps_median,
             p.b.qps_median,
-            p.b.qps_median / p.a.qps_median.max(1e-9),
+            ratio_text(&p, paired),
             ov(p.a),
             ov(p.b)
         );
     }
-    s
+    s + "\n" + method(paired) + "\n"
 }
 
 /// The comparison as a self-contained page.
@@ -91,21 +168,22 @@ pub fn render_html<'a>(a: &'a Results, b: &'a Results) -> String {
         esc(&label(b)),
         esc(&b.target.url)
     );
-    s += "<table><tr><th>variant</th><th>threads</th><th>qps A</th><th>qps B</th><th>B/A</th><th>overhead A</th><th>overhead B</th></tr>\n";
+    let paired = interleaved(a, b);
+    s += "<table><tr><th>variant</th><th>threads</th><th>qps A</th><th>qps B</th><th>B/A [95% CI]</th><th>overhead A</th><th>overhead B</th></tr>\n";
     for p in &ps {
         let _ = writeln!(
             s,
-            "<tr><td>{}</td><td>{}</td><td>{:.0}</td><td>{:.0}</td><td>{:.2}</td><td>{}</td><td>{}</td></tr>",
+            "<tr><td>{}</td><td>{}</td><td>{:.0}</td><td>{:.0}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             esc(p.variant),
             p.threads,
             p.a.qps_median,
             p.b.qps_median,
-            p.b.qps_median / p.a.qps_median.max(1e-9),
+            esc(&ratio_text(p, paired)),
             esc(&ov(p.a)),
             esc(&ov(p.b))
         );
     }
-    s += "</table>\n";
+    let _ = writeln!(s, "</table>\n<p>{}</p>", esc(method(paired)));
     let ticks: Vec<String> = ps
         .iter()
         .map(|p| format!("{} @{}", p.variant, p.threads))

@@ -11,6 +11,7 @@ pub fn phrase(variant: &str, feature: Option<&str>) -> String {
         "general-log" => "the general log".into(),
         "slow-log" => "the slow log (long_query_time=0)".into(),
         "audit" => "the audit plugin".into(),
+        "audit-idle" => "the audit plugin, loaded with its logging off".into(),
         "binlog-sync" => "sync_binlog=1".into(),
         "redo-flush" => "innodb_flush_log_at_trx_commit=1".into(),
         "binlog" => "the binary log".into(),

@@ -29,6 +29,10 @@ pub struct Feature {
     pub off: &'static [(&'static str, &'static str)],
     /// A plugin to install first (and uninstall at the end) when absent.
     pub plugin: Option<Plugin>,
+    /// The plugin is loaded only in the variants that have this feature (installed and
+    /// uninstalled at each switch, journaled), so that the baseline is a server without it.
+    /// When the server had it loaded before the run, every variant keeps it.
+    pub plugin_switched: bool,
     /// Variables naming the files the feature writes.
     pub log_file_vars: &'static [&'static str],
     /// The server must already have this variable ON (e.g. log_bin for binlog-sync).

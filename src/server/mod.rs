@@ -295,6 +295,11 @@ impl Server {
         self.server_pid.and_then(crate::host::process_cpu_us)
     }
 
+    /// The server process's CPU time now, per thread in ns where the kernel tells it.
+    pub fn server_cpu(&self) -> Option<crate::host::CpuSnapshot> {
+        self.server_pid.and_then(crate::host::process_cpu)
+    }
+
     /// A server file path (as in @@general_log_file) resolved to a local path, when local.
     pub fn local_file(&self, server_path: &str) -> Option<PathBuf> {
         let datadir = self.local_datadir.as_ref()?;

@@ -93,17 +93,63 @@ pub(crate) fn run_measures_and_restores_every_setting(ctx: &Ctx) {
     ctx.set("long_query_time", "10");
 }
 
-pub(crate) fn audit_plugin_is_installed_for_the_run_and_removed_after(ctx: &Ctx) {
+pub(crate) fn audit_plugin_is_loaded_only_in_its_variants_and_removed_after(ctx: &Ctx) {
+    let plugin_statements = || {
+        let mut conn = ctx.root();
+        let mut n = |name: &str| -> u64 {
+            let row: Option<(String, u64)> = conn
+                .query_first(format!("SHOW GLOBAL STATUS LIKE '{name}'"))
+                .unwrap();
+            row.map(|r| r.1).unwrap_or(0)
+        };
+        (n("Com_install_plugin"), n("Com_uninstall_plugin"))
+    };
+    let before = plugin_statements();
     let out = ctx.out_dir("audit");
-    let o = ctx.run(&ctx.run_args("t_audit", &["audit"], "2", "2", &out));
+    let o = ctx.run(&ctx.run_args("t_audit", &["audit-idle", "audit"], "2", "2", &out));
     ok(&o);
+    let after = plugin_statements();
     let v = validate_results(&out.join("results.json"));
-    let c = cell(&v, "audit", 2);
-    assert!(
-        c["log_bytes_per_query_median"].as_f64().unwrap() > 20.0,
-        "{c}"
+    let plugins = |name: &str| {
+        let info = v["variants"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|i| i["name"] == name)
+            .unwrap();
+        info["plugins"].clone()
+    };
+    assert!(plugins("off").is_null(), "the baseline runs without it");
+    assert_eq!(plugins("audit"), serde_json::json!(["server_audit"]));
+    assert_eq!(plugins("audit-idle"), serde_json::json!(["server_audit"]));
+    let log = |name: &str| {
+        cell(&v, name, 2)["log_bytes_per_query_median"]
+            .as_f64()
+            .unwrap()
+    };
+    assert!(log("audit") > 20.0, "{}", log("audit"));
+    assert_eq!(
+        log("audit-idle"),
+        0.0,
+        "loaded with logging off writes nothing"
     );
-    assert_eq!(ctx.count("SELECT COUNT(*) FROM information_schema.PLUGINS WHERE PLUGIN_NAME = 'SERVER_AUDIT' AND PLUGIN_STATUS = 'ACTIVE'"), 0, "dbtax installed the plugin, so it must remove it");
+    // Loaded and removed at the switches, not once for the run: 3 rounds (the warm-up round
+    // and 2 blocks) each with the baseline between plugin variants give at least 2 loads
+    // (the two plugin variants may follow each other, across a round's end too).
+    let (installs, uninstalls) = (after.0 - before.0, after.1 - before.1);
+    assert!(installs >= 2, "{installs} INSTALL statements");
+    // (The restore's UNINSTALL counts too when the plugin was already out.)
+    assert!(
+        uninstalls >= installs,
+        "every load was undone: {installs} / {uninstalls}"
+    );
+    assert_eq!(
+        ctx.count(
+            "SELECT COUNT(*) FROM information_schema.PLUGINS WHERE PLUGIN_NAME = 'SERVER_AUDIT'"
+        ),
+        0,
+        "dbtax installed the plugin, so it must remove it"
+    );
 }
 
 pub(crate) fn features_reports_support_on_the_target(ctx: &Ctx) {
@@ -202,4 +248,61 @@ pub(crate) fn a_failing_setup_is_bad_input_and_changes_nothing(ctx: &Ctx) {
     assert!(!stderr.contains("restor"), "nothing to restore: {stderr}");
     assert_eq!(ctx.var("general_log"), "0");
     assert_eq!(ctx.journals(), 0);
+}
+
+pub(crate) fn compare_target_interleaves_two_servers_block_by_block(ctx: &Ctx) {
+    let out = ctx.out_dir("compare");
+    let mut args = ctx.run_args("t_compare", &["general-log"], "2", "2", &out);
+    args.extend(["--compare-target".into(), "managed:mariadb".into()]);
+    let o = ctx.run(&args);
+    ok(&o);
+    let a = validate_results(&out.join("results.json"));
+    let b = validate_results(&out.join("compare-target/results.json"));
+    assert_eq!(a["paired_with"], b["target"]["url"]);
+    assert_eq!(b["paired_with"], a["target"]["url"]);
+    // Every block ran on both servers, and their trials alternate in time: neither server
+    // ran all of its trials first.
+    let trials = |v: &serde_json::Value| -> Vec<(u64, String)> {
+        v["cells"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|c| c["trials"].as_array().unwrap().clone())
+            .map(|t| {
+                (
+                    t["block"].as_u64().unwrap(),
+                    t["started_at"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect()
+    };
+    let (ta, tb) = (trials(&a), trials(&b));
+    for block in [0, 1] {
+        assert_eq!(ta.iter().filter(|t| t.0 == block).count(), 2, "{ta:?}");
+        assert_eq!(tb.iter().filter(|t| t.0 == block).count(), 2, "{tb:?}");
+    }
+    let first = |ts: &[(u64, String)]| ts.iter().map(|t| t.1.clone()).min().unwrap();
+    let last = |ts: &[(u64, String)]| ts.iter().map(|t| t.1.clone()).max().unwrap();
+    assert!(first(&tb) < last(&ta) && first(&ta) < last(&tb));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("B/A [95% CI]"), "{stdout}");
+    assert!(
+        stdout.contains("ran interleaved, block by block"),
+        "{stdout}"
+    );
+    assert!(out.join("compare.html").exists());
+    assert_eq!(ctx.var("general_log"), "0", "A's setting restored");
+}
+
+pub(crate) fn compare_target_refuses_the_same_server_twice(ctx: &Ctx) {
+    let out = ctx.out_dir("compare-same");
+    let mut args = ctx.run_args("t_compare", &["general-log"], "2", "2", &out);
+    args.extend(["--compare-target".into(), ctx.url("t_compare")]);
+    let o = ctx.run(&args);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("names the same server"),
+        "{}",
+        text(&o)
+    );
 }

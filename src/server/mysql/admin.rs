@@ -125,10 +125,14 @@ impl Admin for MysqlAdmin {
                     p.soname
                 )));
             }
-            notes.push(format!(
-                "installs the {} plugin, removes it after",
-                p.soname
-            ));
+            notes.push(if f.plugin_switched {
+                format!(
+                    "loads the {} plugin only in its variants (the baseline runs without it)",
+                    p.soname
+                )
+            } else {
+                format!("installs the {} plugin, removes it after", p.soname)
+            });
         }
         if let Some(v) = f.requires_on {
             let vals = self.global_vars(&[v])?;

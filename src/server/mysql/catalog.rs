@@ -9,6 +9,7 @@ const GENERAL_LOG: Feature = Feature {
     on: &[("log_output", "FILE"), ("general_log", "ON")],
     off: &[("general_log", "OFF")],
     plugin: None,
+    plugin_switched: false,
     log_file_vars: &["general_log_file"],
     requires_on: None,
     managed_server_opts: &[],
@@ -25,6 +26,7 @@ const SLOW_LOG: Feature = Feature {
     ],
     off: &[("slow_query_log", "OFF")],
     plugin: None,
+    plugin_switched: false,
     log_file_vars: &["slow_query_log_file"],
     requires_on: None,
     managed_server_opts: &[],
@@ -33,7 +35,7 @@ const SLOW_LOG: Feature = Feature {
 
 const AUDIT_MARIADB: Feature = Feature {
     name: "audit",
-    description: "MariaDB server_audit plugin logging every query to a file",
+    description: "MariaDB server_audit plugin logging every query to a file (baseline: no plugin)",
     on: &[
         ("server_audit_output_type", "file"),
         ("server_audit_events", "QUERY"),
@@ -46,6 +48,7 @@ const AUDIT_MARIADB: Feature = Feature {
         name: "SERVER_AUDIT",
         soname: "server_audit",
     }),
+    plugin_switched: true,
     log_file_vars: &["server_audit_file_path"],
     requires_on: None,
     managed_server_opts: &[],
@@ -61,10 +64,28 @@ const AUDIT_PERCONA: Feature = Feature {
         name: "AUDIT_LOG",
         soname: "audit_log",
     }),
+    plugin_switched: true,
     log_file_vars: &["audit_log_file"],
     requires_on: None,
     managed_server_opts: &[],
     restart_opts: &[],
+};
+
+/// The audit plugin loaded with its logging off: what the plugin's hooks cost by themselves.
+const AUDIT_IDLE_MARIADB: Feature = Feature {
+    name: "audit-idle",
+    description: "MariaDB server_audit plugin loaded, logging off (its idle cost; audit = logging on)",
+    on: &[("server_audit_logging", "OFF")],
+    off: &[("server_audit_logging", "OFF")],
+    ..AUDIT_MARIADB
+};
+
+const AUDIT_IDLE_PERCONA: Feature = Feature {
+    name: "audit-idle",
+    description: "Percona audit_log plugin loaded, logging nothing (audit_log_policy=NONE)",
+    on: &[("audit_log_policy", "NONE")],
+    off: &[("audit_log_policy", "NONE")],
+    ..AUDIT_PERCONA
 };
 
 const BINLOG_SYNC: Feature = Feature {
@@ -73,6 +94,7 @@ const BINLOG_SYNC: Feature = Feature {
     on: &[("sync_binlog", "1")],
     off: &[("sync_binlog", "0")],
     plugin: None,
+    plugin_switched: false,
     log_file_vars: &[],
     requires_on: Some("log_bin"),
     managed_server_opts: &["log-bin=binlog", "server-id=1"],
@@ -91,6 +113,7 @@ const fn restart_only(
         on: &[],
         off: &[],
         plugin: None,
+        plugin_switched: false,
         log_file_vars: &[],
         requires_on: None,
         managed_server_opts: &[],
@@ -116,6 +139,7 @@ const REDO_FLUSH: Feature = Feature {
     on: &[("innodb_flush_log_at_trx_commit", "1")],
     off: &[("innodb_flush_log_at_trx_commit", "0")],
     plugin: None,
+    plugin_switched: false,
     log_file_vars: &[],
     requires_on: None,
     managed_server_opts: &[],
@@ -123,10 +147,11 @@ const REDO_FLUSH: Feature = Feature {
 };
 
 /// Every feature name, in catalog order.
-pub const NAMES: [&str; 7] = [
+pub const NAMES: [&str; 8] = [
     "general-log",
     "slow-log",
     "audit",
+    "audit-idle",
     "binlog-sync",
     "redo-flush",
     "binlog",
@@ -140,6 +165,8 @@ pub fn lookup(name: &str, family: Family) -> Option<Feature> {
         ("slow-log", _) => SLOW_LOG,
         ("audit", Family::Mariadb) => AUDIT_MARIADB,
         ("audit", Family::Mysql) => AUDIT_PERCONA,
+        ("audit-idle", Family::Mariadb) => AUDIT_IDLE_MARIADB,
+        ("audit-idle", Family::Mysql) => AUDIT_IDLE_PERCONA,
         ("binlog-sync", _) => BINLOG_SYNC,
         ("redo-flush", _) => REDO_FLUSH,
         ("binlog", _) => BINLOG,
