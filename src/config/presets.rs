@@ -3,7 +3,9 @@
 //! 2-core machine; `--full` uses the study's whole thread range.
 
 use crate::error::usage;
-use crate::experiment::spec::{Experiment, StopRule, VariantSpec, product, variants_for_features};
+use crate::experiment::spec::{
+    Experiment, Focus, StopRule, VariantSpec, product, variants_for_features,
+};
 use crate::workload::{Workload, WorkloadKind};
 use anyhow::Result;
 use std::time::Duration;
@@ -207,13 +209,16 @@ pub fn build(name: &str, size: Size) -> Result<Experiment> {
     Ok(exp)
 }
 
-/// The demo: general log, slow log and audit plugin against off, point selects.
+/// The demo: general log, slow log and audit plugin against off, point selects. A budgeted
+/// precision run: a few blocks at the other thread counts, the rest of the time at the
+/// headline's (16 threads), on the variants whose interval is still widest, until ±5 points
+/// (`--quick`, about 2 minutes) or ±3 (about 5 minutes).
 pub fn demo(quick: bool) -> Experiment {
     let features = ["general-log", "slow-log", "audit"].map(String::from);
-    let threads = if quick {
-        vec![1, 16]
+    let (threads, points, budget, others) = if quick {
+        (vec![1, 16], 5.0, 100, 3)
     } else {
-        vec![1, 4, 16, 64]
+        (vec![1, 4, 16, 64], 3.0, 270, 4)
     };
     let mut e = base(
         "demo",
@@ -224,11 +229,25 @@ pub fn demo(quick: bool) -> Experiment {
             ..Default::default()
         },
         threads,
-        if quick { 5 } else { 6 },
+        0,
     );
+    e.trial = Duration::from_secs(1);
+    e.warmup = Duration::from_millis(250);
+    e.headline_threads = Some(DEMO_HEADLINE);
+    e.stop = StopRule::Precision {
+        points,
+        budget: Duration::from_secs(budget),
+        focus: Some(Focus {
+            threads: DEMO_HEADLINE,
+            others,
+        }),
+    };
     e.variants = variants_for_features(&features);
     e
 }
+
+/// The thread count the demo's words are about.
+const DEMO_HEADLINE: u32 = 16;
 
 #[cfg(test)]
 mod tests {

@@ -115,7 +115,11 @@ pub fn stop_rule(
                 ));
             }
             let budget = budget.or(prior_budget).unwrap_or(Duration::from_secs(600));
-            Ok(StopRule::Precision { points, budget })
+            Ok(StopRule::Precision {
+                points,
+                budget,
+                focus: None,
+            })
         }
     }
 }

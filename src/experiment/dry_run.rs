@@ -10,19 +10,34 @@ pub fn render(exp: &Experiment, label: &str, version: &str, plan: &Plan) -> Resu
     let blocks = exp.planned_blocks() as usize;
     let round = exp.threads.len() * exp.variants.len();
     let warmups = if exp.warmup_round { round } else { 0 };
-    let trials = blocks * round + warmups;
+    let trials = exp.planned_trials() + warmups;
     let secs = super::order::trial_estimate(exp.trial, exp.warmup).as_secs_f64() * trials as f64;
     let mut s = format!("Experiment '{}' on {label} ({version})\n", exp.name);
     s += &format!("  workload   {}\n", serde_json::to_string(&exp.workload)?);
     s += &format!("  threads    {:?}\n", exp.threads);
     s += &format!(
-        "  trials     {:.1} s measured after {:.1} s settle; {} per thread count → {trials} trials, about {:.0} s\n",
+        "  trials     {:.1} s measured after {:.1} s settle; {} → {trials} trials, about {:.0} s\n",
         exp.trial.as_secs_f64(),
         exp.warmup.as_secs_f64(),
         match &exp.stop {
-            StopRule::Repeats(n) => format!("{n} blocks"),
-            StopRule::Precision { points, budget } => format!(
-                "at least {blocks} blocks, more until ±{points} points or {} s",
+            StopRule::Repeats(n) => format!("{n} blocks per thread count"),
+            StopRule::Precision {
+                points,
+                budget,
+                focus: None,
+            } => format!(
+                "at least {blocks} blocks per thread count, more until ±{points} points or {} s",
+                budget.as_secs()
+            ),
+            StopRule::Precision {
+                points,
+                budget,
+                focus: Some(f),
+            } => format!(
+                "{} blocks at other thread counts; at {} threads at least {blocks} blocks, \
+                 more (of the variants still wider) until ±{points} points or {} s",
+                f.others,
+                f.threads,
                 budget.as_secs()
             ),
         },

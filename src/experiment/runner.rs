@@ -4,7 +4,7 @@
 //! interruption loses nothing).
 
 use super::order::{self, Block, Orders};
-use super::spec::{Experiment, MAX_BLOCKS, MIN_BLOCKS, StopRule};
+use super::spec::{Experiment, MAX_BLOCKS, StopRule};
 use super::warnings::Warning;
 use crate::load::TrialProgress;
 use crate::results::{Cell, Trial};
@@ -13,6 +13,7 @@ use crate::server::ServerLost;
 use crate::stats::overhead::half_width;
 use crate::stats::summary::{CellTrials, summarize};
 use anyhow::Result;
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 /// Something trials can be run against.
@@ -104,7 +105,7 @@ pub fn run(
     } else {
         0
     };
-    let mut planned = warmup_trials + exp.threads.len() * nv * exp.planned_blocks() as usize;
+    let mut planned = warmup_trials + exp.planned_trials();
     let mut index = 0usize;
     let mut previous: Option<usize> = None;
     if exp.warmup_round {
@@ -125,29 +126,47 @@ pub fn run(
     }
     let mut summary = summarize(&cells);
     let mut warnings = vec![];
+    // Precision mode: each cell's half-width after its first-stage blocks.
+    let mut stage = BTreeMap::new();
     for r in 0u32.. {
-        let need: Vec<u32> = match &exp.stop {
+        let need: Vec<(u32, Vec<usize>)> = match &exp.stop {
             StopRule::Repeats(n) if r >= *n => vec![],
-            StopRule::Repeats(_) => exp.threads.clone(),
-            StopRule::Precision { points, budget } => {
-                let imprecise = imprecise_threads(&summary.cells, &exp.threads, *points, r);
-                let out_of_time =
-                    started.elapsed() + per_trial * (nv * imprecise.len()) as u32 > *budget;
-                if !imprecise.is_empty() && (out_of_time || r >= MAX_BLOCKS) {
-                    warnings.push(shortfall(&summary.cells, &imprecise, *points, r));
-                    vec![]
+            StopRule::Repeats(_) => exp.threads.iter().map(|&t| (t, all(nv))).collect(),
+            StopRule::Precision {
+                points,
+                budget,
+                focus,
+            } => {
+                let need = still_needed(exp, &summary.cells, (*points, *focus), r, &mut stage);
+                let trials: usize = need.iter().map(|(_, vs)| vs.len()).sum();
+                let out_of_time = started.elapsed() + per_trial * trials as u32 > *budget;
+                let goal: Vec<u32> = need
+                    .iter()
+                    .map(|(t, _)| *t)
+                    .filter(|&t| r >= exp.planned_blocks_at(t))
+                    .collect();
+                if !goal.is_empty() && (out_of_time || r >= MAX_BLOCKS) {
+                    warnings.push(shortfall(&summary.cells, &goal, *points, r));
+                    need.into_iter()
+                        .filter(|(t, _)| !goal.contains(t))
+                        .collect()
                 } else {
-                    imprecise
+                    need
                 }
             }
         };
         if need.is_empty() {
             break;
         }
-        if r >= exp.planned_blocks() {
-            planned = planned.max(index + need.len() * nv);
-        }
-        for Block { threads, order } in orders.round(&need, &mut rng) {
+        let threads: Vec<u32> = need.iter().map(|(t, _)| *t).collect();
+        planned = planned.max(index + need.iter().map(|(_, vs)| vs.len()).sum::<usize>());
+        for Block { threads, mut order } in orders.round(&threads, &mut rng) {
+            let keep = &need
+                .iter()
+                .find(|(t, _)| *t == threads)
+                .expect("asked for")
+                .1;
+            order.retain(|v| keep.contains(v));
             for (position, v) in order.into_iter().enumerate() {
                 let at = Step {
                     index,
@@ -235,18 +254,62 @@ fn explain(e: anyhow::Error, when: &str, trial: &str) -> anyhow::Error {
     }
 }
 
-/// Thread counts with a non-baseline cell wider than `points` (every thread count until the
-/// minimum number of blocks has run).
-fn imprecise_threads(cells: &[Cell], threads: &[u32], points: f64, round: u32) -> Vec<u32> {
-    threads
+fn all(nv: usize) -> Vec<usize> {
+    (0..nv).collect()
+}
+
+/// Precision mode: which variants the next round runs at each thread count. Every variant
+/// until a thread count's planned blocks are done (the minimum, or the focus's fixed count
+/// at the others); then, at the thread counts the goal is for, only the variants still
+/// short of it, with the variants they are compared with.
+///
+/// A variant is short of the goal while its half-width is over `points`, and in any case
+/// until the number of blocks its first stage asks for (Stein's two-stage rule: the
+/// first-stage width h after n₀ blocks asks for n₀·(h/points)² blocks in all). Stopping at
+/// the first block whose interval happens to look narrow would favour samples that
+/// understate the noise; the first stage fixes most of the run's length before that can
+/// happen (tests/statistics.rs measures the coverage both ways).
+fn still_needed(
+    exp: &Experiment,
+    cells: &[Cell],
+    (points, focus): (f64, Option<super::spec::Focus>),
+    round: u32,
+    stage: &mut BTreeMap<(u32, usize), f64>,
+) -> Vec<(u32, Vec<usize>)> {
+    let nv = exp.variants.len();
+    exp.threads
         .iter()
-        .copied()
-        .filter(|&t| {
-            round < MIN_BLOCKS
-                || cells
+        .filter_map(|&t| {
+            let first = exp.planned_blocks_at(t);
+            if round < first {
+                return Some((t, all(nv)));
+            }
+            if focus.is_some_and(|f| f.threads != t) {
+                return None;
+            }
+            let short = |i: usize, stage: &mut BTreeMap<(u32, usize), f64>| {
+                let Some(o) = cells
                     .iter()
-                    .filter(|c| c.threads == t)
-                    .any(|c| c.overhead.as_ref().is_some_and(|o| half_width(o) > points))
+                    .find(|c| c.threads == t && c.variant == exp.variants[i].name)
+                    .and_then(|c| c.overhead.as_ref())
+                else {
+                    return false;
+                };
+                let h0 = *stage.entry((t, i)).or_insert_with(|| half_width(o));
+                let stein = (f64::from(first) * (h0 / points).powi(2)).ceil();
+                f64::from(o.blocks) < stein || half_width(o) > points
+            };
+            let mut keep: Vec<usize> = vec![];
+            for i in (0..nv).filter(|&i| short(i, stage)) {
+                let v = &exp.variants[i];
+                let partners = v.effects.iter().map(|(_, j)| *j);
+                for j in std::iter::once(i).chain([v.baseline]).chain(partners) {
+                    if !keep.contains(&j) {
+                        keep.push(j);
+                    }
+                }
+            }
+            (!keep.is_empty()).then_some((t, keep))
         })
         .collect()
 }
