@@ -32,6 +32,8 @@ pub struct Switcher {
     loaded: Vec<Plugin>,
     /// Every journaled or plugin-owned variable (re-read after a plugin comes or goes).
     vars: Vec<String>,
+    /// The variables of the switched plugins: set only while one is loaded.
+    plugin_vars: Vec<String>,
     /// Restored, or given up on (the journal kept): nothing left for Drop to do.
     done: bool,
     /// A journal was written (here or on the server): there is one to remove.
@@ -102,6 +104,7 @@ impl Switcher {
             switched: vec![],
             loaded: vec![],
             vars: vec![],
+            plugin_vars: vec![],
             done: false,
             saved: false,
             statements: vec![],
@@ -122,6 +125,7 @@ impl Switcher {
     ) -> Result<()> {
         self.switched = switched.to_vec();
         self.vars = vars.to_vec();
+        self.plugin_vars = plugin_vars.to_vec();
         self.save()?;
         for p in plugins {
             if !self.admin.plugin_active(p)? {
@@ -182,8 +186,11 @@ impl Switcher {
         self.switch_plugins(plugins)?;
         let originals = self.journal.original_map();
         for (var, want) in state {
-            if !self.current.contains_key(var) {
-                // A variable of a plugin this variant runs without.
+            let unloaded = self.loaded.is_empty() && self.plugin_vars.contains(var);
+            if unloaded || !self.current.contains_key(var) {
+                // A variable of a plugin this variant runs without. (An uninstalled plugin
+                // can linger for a moment while a statement still holds it, its variables
+                // with it: the plan, not the server's answer, decides.)
                 continue;
             }
             let value = match want {
