@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # How long does an answer of ±3 points take here? Three runs of the general log against off
-# at 8 threads on the managed server, with the precision rule (at least 10 blocks, then until
+# at 8 threads on the managed server, with the precision rule (a first stage of 15 blocks, then until
 # the 95% interval is ±3 points or the budget ends). Prints, for each run, the blocks, the
 # minutes and the half-width it reached. A benchmark, not a test: use it to choose the
 # trial length and warm-up (TRIAL and WARMUP below), and quote what it prints.
