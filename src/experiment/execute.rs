@@ -4,13 +4,14 @@
 //! live display in as an `Observer` and prints what `execute` returns.
 
 use super::live::LiveBench;
+use super::pair::split_cells;
 use super::plan::Plan;
 use super::preflight::{log_files, preflight};
-use super::runner::{self, Bench, BlockDone, Observer};
+use super::runner::{self, BlockDone, Observer};
 use super::spec::Experiment;
 use crate::feature::toggle::Switcher;
 use crate::load::{TrialPlan, TrialProgress};
-use crate::results::{Cell, Results, SCHEMA, ToolInfo, Trial, VariantInfo};
+use crate::results::{Results, SCHEMA, ToolInfo, VariantInfo};
 use crate::server::{Server, ServerConfig, catalog};
 use crate::workload::PreparedWorkload;
 use anyhow::{Context, Result};
@@ -71,19 +72,19 @@ pub fn dry_run(exp: &Experiment, config: &ServerConfig, opts: &RunOptions) -> Re
 
 /// A server made ready for trials: opened, resolved, locked, its tables prepared, its
 /// journal begun, results.json's header filled in.
-struct Ready {
-    server: Server,
-    plan: Plan,
-    prepared: PreparedWorkload,
-    switcher: Switcher,
-    results: Results,
-    dir: PathBuf,
+pub(super) struct Ready {
+    pub(super) server: Server,
+    pub(super) plan: Plan,
+    pub(super) prepared: PreparedWorkload,
+    pub(super) switcher: Switcher,
+    pub(super) results: Results,
+    pub(super) dir: PathBuf,
 }
 
 impl Ready {
     /// Everything before the first trial. Err: nothing was changed (bad input, an
     /// unreachable server, another run holding it) or what was begun is restored.
-    fn new(
+    pub(super) fn new(
         exp: &Experiment,
         (server, mut plan): (Server, Plan),
         opts: &RunOptions,
@@ -132,7 +133,7 @@ impl Ready {
     }
 }
 
-fn trial_plan(exp: &Experiment) -> TrialPlan {
+pub(super) fn trial_plan(exp: &Experiment) -> TrialPlan {
     TrialPlan {
         threads: 1,
         duration: exp.trial,
@@ -176,147 +177,9 @@ pub fn execute(
     conclude(outcome, restored, results, dir)
 }
 
-/// One experiment on two servers at once (`--compare-target`): every block runs every
-/// variant on A and on B, in one randomized order, so B/A is paired block by block as the
-/// variants are. Both servers are locked, journaled and restored as in `execute`; B's
-/// results go to `compare-target/` inside A's folder.
-pub fn execute_pair(
-    exp: &Experiment,
-    configs: [&ServerConfig; 2],
-    opts: &RunOptions,
-    display: &mut dyn Observer,
-) -> Result<[Executed; 2]> {
-    let opened_a = open(exp, configs[0], opts)?;
-    let opened_b = open(exp, configs[1], opts)?;
-    if opened_a.0.identity == opened_b.0.identity {
-        return Err(crate::error::usage(format!(
-            "--compare-target names the same server as --target ({}); give two different \
-             servers. Nothing was changed",
-            opened_b.0.label()
-        )));
-    }
-    let mut a = Ready::new(exp, opened_a, opts, display)?;
-    let opts_b = RunOptions {
-        out: Some(a.dir.join("compare-target")),
-        ..opts.clone()
-    };
-    let mut b = Ready::new(exp, opened_b, &opts_b, display)?;
-    a.results.paired_with = Some(b.results.target.url.clone());
-    b.results.paired_with = Some(a.results.target.url.clone());
-    let nv = exp.variants.len();
-    let both = exp.on_two_servers();
-    let (mut ra, mut rb) = (a.results, b.results);
-    let (outcome, restored) = {
-        let mut bench = PairBench {
-            nv,
-            a: LiveBench::new(
-                &mut a.server,
-                &a.prepared,
-                &a.plan,
-                a.switcher,
-                trial_plan(exp),
-                exp.max_log_bytes,
-            ),
-            b: LiveBench::new(
-                &mut b.server,
-                &b.prepared,
-                &b.plan,
-                b.switcher,
-                trial_plan(exp),
-                exp.max_log_bytes,
-            ),
-        };
-        let mut recorder = Recorder {
-            runs: vec![(&mut ra, &a.dir), (&mut rb, &b.dir)],
-            display,
-        };
-        recorder.write()?;
-        let outcome = runner::run(&both, &mut bench, &mut recorder);
-        let restored = [bench.a.finish(), bench.b.finish()];
-        (outcome, restored)
-    };
-    let [restored_a, restored_b] = restored;
-    let (oa, ob) = match outcome {
-        Ok(o) => {
-            let [oa, ob] = split_outcome(o);
-            (Ok(oa), Ok(ob))
-        }
-        Err(e) => {
-            let again = anyhow::anyhow!("{e:#}");
-            (Err(e), Err(again))
-        }
-    };
-    Ok([
-        conclude(oa, restored_a, ra, a.dir)?,
-        conclude(ob, restored_b, rb, b.dir)?,
-    ])
-}
-
-/// The two servers of `--compare-target` behind one `Bench`: variants `0..nv` are A's,
-/// `nv..2nv` B's.
-struct PairBench<'a> {
-    nv: usize,
-    a: LiveBench<'a>,
-    b: LiveBench<'a>,
-}
-
-impl Bench for PairBench<'_> {
-    fn apply(&mut self, variant: usize, observer: &mut dyn Observer) -> Result<()> {
-        match variant.checked_sub(self.nv) {
-            None => self.a.apply(variant, observer),
-            Some(v) => self.b.apply(v, observer),
-        }
-    }
-
-    fn trial(
-        &mut self,
-        variant: usize,
-        threads: u32,
-        observer: &mut dyn Observer,
-    ) -> Result<Trial> {
-        match variant.checked_sub(self.nv) {
-            None => self.a.trial(variant, threads, observer),
-            Some(v) => self.b.trial(v, threads, observer),
-        }
-    }
-}
-
-/// A two-server run's variant name ("A:off", "B:audit") as (side, the variant's own name).
-fn side_of(name: &str) -> (usize, &str) {
-    match name.split_once(':') {
-        Some(("A", own)) => (0, own),
-        Some(("B", own)) => (1, own),
-        _ => (0, name),
-    }
-}
-
-/// The cells of a two-server run, A's and B's, under their own variant names (a trial's
-/// `after` keeps its side: "B:audit" ran on the other server).
-fn split_cells(cells: &[Cell]) -> [Vec<Cell>; 2] {
-    let mut out = [vec![], vec![]];
-    for c in cells {
-        let (side, own) = side_of(&c.variant);
-        let mut c = c.clone();
-        c.variant = own.to_string();
-        out[side].push(c);
-    }
-    out
-}
-
-fn split_outcome(o: runner::Outcome) -> [runner::Outcome; 2] {
-    let [ca, cb] = split_cells(&o.cells);
-    let side = |cells| runner::Outcome {
-        cells,
-        carry_over_pct: o.carry_over_pct.clone(),
-        intervals: o.intervals,
-        warnings: o.warnings.clone(),
-    };
-    [side(ca), side(cb)]
-}
-
 /// After the loop: the results completed (or marked incomplete with the error), written
 /// with their reports. A failed restore is the error, after the run's own.
-fn conclude(
+pub(super) fn conclude(
     outcome: Result<runner::Outcome>,
     restored: Result<()>,
     mut results: Results,
@@ -474,13 +337,13 @@ pub fn write_results(dir: &Path, results: &Results) -> Result<()> {
 
 /// Keeps results.json current after every block (of each server, for a two-server run),
 /// and passes every event on to the display.
-struct Recorder<'a> {
-    runs: Vec<(&'a mut Results, &'a PathBuf)>,
-    display: &'a mut dyn Observer,
+pub(super) struct Recorder<'a> {
+    pub(super) runs: Vec<(&'a mut Results, &'a PathBuf)>,
+    pub(super) display: &'a mut dyn Observer,
 }
 
 impl Recorder<'_> {
-    fn write(&self) -> Result<()> {
+    pub(super) fn write(&self) -> Result<()> {
         for (results, dir) in &self.runs {
             write_results(dir, results)?;
         }
@@ -503,13 +366,9 @@ impl Observer for Recorder<'_> {
     }
 
     fn block_done(&mut self, block: &BlockDone<'_>) -> Result<()> {
-        if let [(results, _)] = self.runs.as_mut_slice() {
-            results.cells = block.cells.to_vec();
-        } else {
-            let split = split_cells(block.cells);
-            for ((results, _), cells) in self.runs.iter_mut().zip(split) {
-                results.cells = cells;
-            }
+        // One run: every cell is side A's (variant names have no ':'), under its own name.
+        for ((results, _), cells) in self.runs.iter_mut().zip(split_cells(block.cells)) {
+            results.cells = cells;
         }
         self.write()?;
         self.display.block_done(block)

@@ -2,13 +2,14 @@
 //! server into a `plan` by `preflight` (shown by `dry_run`), its order of trials (`order`), the
 //! loop that runs blocks against anything that can run a trial (`runner`), the real server
 //! behind that interface (`live`), the simulated one used to validate the statistics (`sim`),
-//! and `execute`, which ties them together for one run.
+//! and `execute`, which ties them together for one run (`pair`: for two servers at once).
 
 pub mod disk;
 pub mod dry_run;
 pub mod execute;
 pub mod live;
 pub mod order;
+pub mod pair;
 pub mod plan;
 pub mod preflight;
 pub mod runner;

@@ -96,6 +96,10 @@ pub fn preflight(exp: &Experiment, server: &Server, restart_cmd: Option<&str>) -
                 v.plugins.push(p);
             }
         }
+        if v.plugins.is_empty() {
+            // It runs without the switched plugins: their variables do not exist then.
+            v.state.retain(|(k, _)| !plugin_vars.contains(k));
+        }
     }
     let statements = statements(
         admin.as_ref(),
@@ -254,9 +258,6 @@ fn statements(
         .map(|v| {
             let loads = v.plugins.iter().map(|p| admin.install_sql(p));
             let sets = v.state.iter().filter_map(|(k, val)| {
-                if of_plugin(k) && v.plugins.is_empty() {
-                    return None;
-                }
                 let value = val.clone().or_else(|| now(k))?;
                 differs(k, &value).then(|| admin.set_sql(k, &value))
             });

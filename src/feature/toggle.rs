@@ -32,8 +32,6 @@ pub struct Switcher {
     loaded: Vec<Plugin>,
     /// Every journaled or plugin-owned variable (re-read after a plugin comes or goes).
     vars: Vec<String>,
-    /// The variables of the switched plugins: set only while one is loaded.
-    plugin_vars: Vec<String>,
     /// Restored, or given up on (the journal kept): nothing left for Drop to do.
     done: bool,
     /// A journal was written (here or on the server): there is one to remove.
@@ -104,7 +102,6 @@ impl Switcher {
             switched: vec![],
             loaded: vec![],
             vars: vec![],
-            plugin_vars: vec![],
             done: false,
             saved: false,
             statements: vec![],
@@ -125,7 +122,6 @@ impl Switcher {
     ) -> Result<()> {
         self.switched = switched.to_vec();
         self.vars = vars.to_vec();
-        self.plugin_vars = plugin_vars.to_vec();
         self.save()?;
         for p in plugins {
             if !self.admin.plugin_active(p)? {
@@ -170,9 +166,7 @@ impl Switcher {
         self.admin = server.admin()?;
         self.admin.try_run_lock()?;
         // Every variable is back at its start-up value; installed plugins stay installed.
-        let names: Vec<&str> = self.vars.iter().map(String::as_str).collect();
-        self.current = self.admin.global_vars(&names)?;
-        Ok(())
+        self.read_current()
     }
 
     /// The original values, as journaled.
@@ -181,18 +175,14 @@ impl Switcher {
     }
 
     /// Put the server into a variant's state: its switched plugins loaded (the others
-    /// removed), then every variable the server has now set; only changes are sent.
+    /// removed), then its variables set; only changes are sent. A variant without a
+    /// switched plugin has none of its variables in its state (the plan leaves them out: an
+    /// uninstalled plugin can linger a moment, variables and all, while a statement still
+    /// holds it, so the server's answer cannot decide).
     pub fn apply(&mut self, state: &State, plugins: &[Plugin]) -> Result<()> {
         self.switch_plugins(plugins)?;
         let originals = self.journal.original_map();
         for (var, want) in state {
-            let unloaded = self.loaded.is_empty() && self.plugin_vars.contains(var);
-            if unloaded || !self.current.contains_key(var) {
-                // A variable of a plugin this variant runs without. (An uninstalled plugin
-                // can linger for a moment while a statement still holds it, its variables
-                // with it: the plan, not the server's answer, decides.)
-                continue;
-            }
             let value = match want {
                 Some(v) => v.clone(),
                 // A plugin's variable has no original: it keeps its default.
@@ -242,9 +232,15 @@ impl Switcher {
             }
         }
         if changed {
-            let names: Vec<&str> = self.vars.iter().map(String::as_str).collect();
-            self.current = self.admin.global_vars(&names)?;
+            self.read_current()?;
         }
+        Ok(())
+    }
+
+    /// The variables' values as the server has them now (a plugin's only while loaded).
+    fn read_current(&mut self) -> Result<()> {
+        let names: Vec<&str> = self.vars.iter().map(String::as_str).collect();
+        self.current = self.admin.global_vars(&names)?;
         Ok(())
     }
 
