@@ -38,13 +38,17 @@ pub enum Command {
   dbtax bench                                           point selects, 8 clients, 10 s, throwaway MariaDB
   dbtax bench --workload read-write --threads 16 --duration 30s --json
   dbtax bench --workload query --query 'select 1' --threads 64 --queries 1000000
+  dbtax bench --rate 2000 --threads 8                   open loop: 2000 events/s, latency from each intended start
+  dbtax bench --rate 50% --json                         half of the capacity measured first
   dbtax bench --target 'mysql://root@localhost/test?socket=/run/mysqld/mysqld.sock'")]
-    Bench(BenchArgs),
+    Bench(Box<BenchArgs>),
     /// Run an experiment: variants × thread counts in interleaved, randomized blocks.
     #[command(after_help = "Examples:
   dbtax run --feature general-log --feature slow-log --threads 1,4,16 --repeats 10
   dbtax run --feature general-log --threads 8 --precision 3 --budget 3m
   dbtax run experiment.toml --out results/ --dry-run
+  dbtax run --feature slow-log --rate 50%               added latency and server CPU at half of capacity
+  dbtax run --feature general-log --rate 25%,50%,80% --threads 8
   dbtax run experiment.toml --target 'mysql://root:pw@127.0.0.1:3306/'
 
 The first variant is the baseline. Overhead = 100 x (1 - qps_variant / qps_baseline),
@@ -148,11 +152,31 @@ pub struct BenchArgs {
     pub warmup: Duration,
     /// Stop after N statements in total, split over the threads (mysqlslap's
     /// --number-of-queries); the whole run is measured, no warmup.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", conflicts_with = "rate")]
     pub queries: Option<u64>,
+    #[command(flatten)]
+    pub rate: RateArgs,
     /// Print one JSON object (DESIGN.md field names) instead of the summary.
     #[arg(long)]
     pub json: bool,
+}
+
+/// Open loop: a fixed rate instead of as fast as the server answers.
+#[derive(Debug, Args, Clone, Default)]
+pub struct RateArgs {
+    /// Open loop at R events per second in total (e.g. 2000), or a share of the capacity that
+    /// dbtax measures first in closed loop (50%); `run` takes a list (25%,50%,80%). Latency is
+    /// then measured from each event's intended start.
+    #[arg(long, value_name = "R")]
+    pub rate: Option<String>,
+    /// With --rate: how starts are spaced, poisson (independent arrivals) or uniform.
+    /// [default: poisson]
+    #[arg(long, value_name = "KIND")]
+    pub arrival: Option<String>,
+    /// With --rate: skip (and count) events that would be sent later than this after their
+    /// intended start, like pgbench's --latency-limit (default: send every event, late or not).
+    #[arg(long, value_name = "TIME", value_parser = crate::units::duration)]
+    pub skip_late: Option<Duration>,
 }
 
 /// `dbtax run`.
@@ -219,6 +243,8 @@ pub struct RunArgs {
     /// Skip the warm-up round (every variant once at every thread count, not counted).
     #[arg(long)]
     pub no_warmup_round: bool,
+    #[command(flatten)]
+    pub open: RateArgs,
     /// Print the plan and the exact statements; change nothing.
     #[arg(long)]
     pub dry_run: bool,

@@ -65,6 +65,48 @@ pub struct Trial {
     /// as increments per statement over the measured window.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub server_counters_per_query: BTreeMap<String, f64>,
+    /// Rate mode: the asked and the achieved rate (`latency_ms` is then measured from each
+    /// event's intended start).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<TrialRate>,
+    /// Rate mode: latency from each event's actual send (what a closed-loop tool reports).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service_latency_ms: Option<LatencyMs>,
+    /// Rate mode: how late sends were against their intended starts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule_lag_ms: Option<LagMs>,
+}
+
+/// Rate mode: what was asked of a trial and what it achieved.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct TrialRate {
+    /// Events per second asked, in total over the client threads.
+    pub asked: f64,
+    /// Events per second completed in the measured window.
+    pub achieved: f64,
+    /// Events skipped because they would have been sent too late (--skip-late).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub skipped: u64,
+    /// Mean schedule lag in the last quarter of the measured window minus the first, ms.
+    #[serde(default)]
+    pub lag_growth_ms: f64,
+    /// The server did not keep up: achieved below 95% of asked, or a growing lag.
+    pub saturated: bool,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// Schedule lag percentiles, ms.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct LagMs {
+    /// Median lag.
+    pub p50: f64,
+    /// 99th percentile.
+    pub p99: f64,
+    /// Largest lag.
+    pub max: f64,
 }
 
 /// `dbtax bench --json`: one trial plus what was run.
@@ -79,6 +121,9 @@ pub struct BenchOutput {
     pub threads: u32,
     /// The target, password redacted.
     pub target: TargetInfo,
+    /// `--rate N%`: the closed-loop capacity measured first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calibration: Option<Calibration>,
 }
 
 /// What was measured.
@@ -193,6 +238,76 @@ pub struct Cell {
     /// the variant that differs from it only in that factor.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub effects: Vec<FactorEffect>,
+    /// Rate mode: the rate this cell ran at, and whether it held.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<CellRate>,
+    /// Rate mode: what the variant adds to the latency percentiles (from each event's
+    /// intended start) against its baseline at the same threads and rate: per block the
+    /// difference of the two trials' percentiles, with a t interval over blocks. Null for the
+    /// baseline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_delta_ms: Option<LatencyDelta>,
+}
+
+/// Rate mode: a cell's rate.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct CellRate {
+    /// The level as asked: "50%" (of the calibrated capacity) or "2000/s".
+    pub level: String,
+    /// Events per second asked.
+    pub asked: f64,
+    /// Median of the trials' achieved events per second.
+    pub achieved_median: f64,
+    /// Trials that did not keep up (achieved below 95% of asked, or a growing lag).
+    pub saturated_trials: u32,
+    /// The variant cannot sustain this rate: most of its trials were saturated.
+    pub saturated: bool,
+    /// Median of the trials' p50 latency, ms (from the intended start).
+    pub p50_ms_median: f64,
+    /// Median of the trials' p99 latency, ms (from the intended start).
+    pub p99_ms_median: f64,
+    /// Median server CPU utilisation over the trials, in cores (server CPU per query ×
+    /// queries per second); null when not local.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_cores_median: Option<f64>,
+}
+
+/// Rate mode: added latency at two percentiles, ms.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct LatencyDelta {
+    /// Added median latency.
+    pub p50: Estimate,
+    /// Added 99th-percentile latency.
+    pub p99: Estimate,
+}
+
+/// Rate mode: the baseline's capacity in closed loop at one thread count, measured before
+/// the first trial; a rate level such as "50%" is a share of it.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Calibration {
+    /// Client threads.
+    pub threads: u32,
+    /// Events per second in closed loop.
+    pub capacity_tps: f64,
+    /// Statements per second in closed loop.
+    pub capacity_qps: f64,
+    /// Measured seconds.
+    pub duration_s: f64,
+}
+
+/// Rate mode: how the run's load was set.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct RateRun {
+    /// The rate levels as asked ("50%", "2000/s").
+    pub levels: Vec<String>,
+    /// "poisson" or "uniform".
+    pub arrival: String,
+    /// Events later than this were skipped and counted (ms); null: none skipped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skip_late_ms: Option<f64>,
+    /// The capacity measured at each thread count (empty when every level is absolute).
+    #[serde(default)]
+    pub calibration: Vec<Calibration>,
 }
 
 /// One factor's overhead within the levels of the others.
@@ -267,4 +382,8 @@ pub struct Results {
     /// How many intervals the Holm adjustment of `significant` was made over.
     #[serde(default)]
     pub intervals: u32,
+    /// Rate mode (open loop): the levels, the arrivals and the calibration. Null: closed
+    /// loop.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<RateRun>,
 }

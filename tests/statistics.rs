@@ -645,3 +645,83 @@ fn a_run_is_replayed_from_its_seed() {
     assert_eq!(order(42), order(42), "the same seed, the same order");
     assert_ne!(order(42), order(43), "another seed, another order");
 }
+
+#[test]
+fn added_latency_at_a_rate_covers_the_truth_and_an_unpaired_or_z_interval_would_not() {
+    use dbtax::experiment::spec::{OpenLoop, RateLevel};
+    use dbtax::stats::overhead::{mean_ci, welch_ci};
+    // Three variants at two rate levels (shares of a calibrated capacity), 5 blocks: v1 adds
+    // 0.05 ms to p50 (0.15 to p99), v2 nothing. The machine's drift (a random walk, 10% per
+    // trial here) slows every answer alike, so the pairing within a block is what makes the
+    // interval both narrow and right.
+    let runs = simulate(
+        13_000_000,
+        &[0.0, 0.0, 0.0],
+        |s| {
+            let mut e = experiment(variants(3), vec![8], StopRule::Repeats(5), s);
+            e.open_loop = Some(OpenLoop {
+                levels: vec![RateLevel::Capacity(0.5), RateLevel::Capacity(0.8)],
+                arrival: Default::default(),
+                skip_late: None,
+            });
+            e
+        },
+        |sim| {
+            sim.added_latency_ms = vec![0.0, 0.05, 0.0];
+            sim.drift_sd = 0.1;
+        },
+    );
+    let (mut paired, mut z, mut unpaired, mut n) = (0, 0, 0, 0);
+    for r in &runs {
+        assert_eq!(
+            r.out.calibration.len(),
+            1,
+            "one calibration per thread count"
+        );
+        for level in ["50%", "80%"] {
+            let at = |v: &str| {
+                r.out
+                    .cells
+                    .iter()
+                    .find(|c| c.variant == v && c.rate.as_ref().unwrap().level == level)
+                    .unwrap()
+            };
+            let base = at("v0");
+            assert!(base.overhead.is_none() && base.latency_delta_ms.is_none());
+            for (v, truth) in [("v1", 0.05), ("v2", 0.0)] {
+                let c = at(v);
+                assert!(c.overhead.is_none(), "no throughput overhead at a rate");
+                let d = &c.latency_delta_ms.as_ref().unwrap();
+                for (e, t, pick) in [(&d.p50, truth, 0usize), (&d.p99, 3.0 * truth, 1usize)] {
+                    n += 1;
+                    paired += usize::from(e.ci95[0] <= t && t <= e.ci95[1]);
+                    let of = |c: &Cell| -> Vec<f64> {
+                        c.trials
+                            .iter()
+                            .map(|x| [x.latency_ms.p50, x.latency_ms.p99][pick])
+                            .collect()
+                    };
+                    let (b, x) = (of(base), of(c));
+                    let diffs: Vec<f64> = b.iter().zip(&x).map(|(b, x)| x - b).collect();
+                    let (m, h) = mean_ci(&diffs).unwrap();
+                    let hz = h / t975(diffs.len() - 1) * 1.96;
+                    z += usize::from((m - hz..=m + hz).contains(&t));
+                    let (m, h) = welch_ci(&b, &x).unwrap();
+                    unpaired += usize::from((m - h..=m + h).contains(&t));
+                }
+            }
+        }
+    }
+    rate_within("coverage of added latency (p50, p99)", paired, n, COVERAGE);
+    // The same draws with a z quantile, or ignoring the blocks (Welch on the trials): the
+    // first covers too rarely, the second far too often (its interval is mostly drift).
+    let zr = z as f64 / n as f64;
+    let ur = unpaired as f64 / n as f64;
+    eprintln!(
+        "  with z: {z}/{n} = {:.1}%; unpaired (Welch): {unpaired}/{n} = {:.1}%",
+        100.0 * zr,
+        100.0 * ur
+    );
+    assert!(zr < COVERAGE.0, "z would be caught: {zr}");
+    assert!(ur > COVERAGE.1, "unpaired would be caught: {ur}");
+}

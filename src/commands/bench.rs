@@ -3,8 +3,9 @@
 use crate::cli::BenchArgs;
 use crate::config::{server_config, workload_from};
 use crate::error::usage;
-use crate::load::{TrialPlan, TrialProbes, run_trial};
-use crate::results::{BenchOutput, Trial};
+use crate::experiment::spec::RateLevel;
+use crate::load::{Rate, TrialPlan, TrialProbes, run_trial};
+use crate::results::{BenchOutput, Calibration, Trial};
 use crate::server::Server;
 use crate::workload::Workload;
 use anyhow::Result;
@@ -23,20 +24,66 @@ pub fn run(args: BenchArgs) -> Result<()> {
     if args.queries.is_none() && duration.is_zero() {
         return Err(usage("--duration must be longer than 0"));
     }
-    let plan = TrialPlan {
+    let open = crate::config::run::open_loop(
+        args.rate
+            .rate
+            .as_deref()
+            .map(RateLevel::parse_list)
+            .transpose()?,
+        args.rate.arrival.as_deref(),
+        args.rate.skip_late,
+        None,
+    )?;
+    let level = match open.as_ref().map(|o| o.levels.as_slice()) {
+        Some([one]) => Some(*one),
+        Some(_) => {
+            return Err(usage(
+                "bench runs one rate: give --rate R or --rate 50% (a list is for `dbtax run`)",
+            ));
+        }
+        None => None,
+    };
+    let mut plan = TrialPlan {
         threads: args.threads,
         duration,
         warmup,
         queries: args.queries,
+        rate: None,
     };
     let target = Server::open(&config)?;
     target.check_statements(&workload)?;
     let prepared = target.prepare(&workload, args.json)?;
-    let bar = super::progress::trial_bar(false);
     let probes = TrialProbes {
         server_status: true,
         ..Default::default()
     };
+    let mut calibration = None;
+    if let (Some(level), Some(o)) = (level, &open) {
+        let per_second = match level {
+            RateLevel::PerSecond(r) => r,
+            RateLevel::Capacity(f) => {
+                let c = calibrate(&target, &prepared, &plan, args.json)?;
+                let r = f * c.capacity_tps;
+                if !args.json {
+                    eprintln!(
+                        "calibration: {:.0} events/s in closed loop at {} threads; {} is {r:.0} \
+                         events/s",
+                        c.capacity_tps,
+                        args.threads,
+                        level.label()
+                    );
+                }
+                calibration = Some(c);
+                r
+            }
+        };
+        plan.rate = Some(Rate {
+            per_second: per_second.max(1.0),
+            arrival: o.arrival,
+            skip_late: o.skip_late,
+        });
+    }
+    let bar = super::progress::trial_bar(args.json);
     let trial = run_trial(&target, &prepared, &plan, &probes, &mut |p| {
         super::progress::show_trial(&bar, p)
     });
@@ -48,12 +95,43 @@ pub fn run(args: BenchArgs) -> Result<()> {
             workload: prepared.to_json(),
             threads: args.threads,
             target: target.info(),
+            calibration,
         };
         println!("{}", serde_json::to_string_pretty(&out)?);
     } else {
         print!("{}", summary(&target, &workload, args.threads, &trial));
     }
     Ok(())
+}
+
+/// `--rate N%`: the closed-loop capacity at the same threads, measured first (at least 2 s).
+fn calibrate(
+    target: &Server,
+    prepared: &crate::workload::PreparedWorkload,
+    plan: &TrialPlan,
+    quiet: bool,
+) -> Result<Calibration> {
+    let closed = TrialPlan {
+        duration: plan.duration.max(std::time::Duration::from_secs(2)),
+        rate: None,
+        ..plan.clone()
+    };
+    let bar = super::progress::trial_bar(quiet);
+    let t = run_trial(
+        target,
+        prepared,
+        &closed,
+        &TrialProbes::default(),
+        &mut |p| super::progress::show_trial(&bar, p),
+    );
+    bar.finish_and_clear();
+    let t = t?;
+    Ok(Calibration {
+        threads: plan.threads,
+        capacity_tps: t.tps,
+        capacity_qps: t.qps,
+        duration_s: t.duration_s,
+    })
 }
 
 /// The human summary of one trial.
@@ -69,10 +147,44 @@ pub fn summary(target: &Server, workload: &Workload, threads: u32, t: &Trial) ->
         "  throughput   {:>12.1} queries/s   {:>12.1} events/s\n",
         t.qps, t.tps
     );
-    s += &format!(
-        "  latency ms   p50 {:.3}  p95 {:.3}  p99 {:.3}  max {:.3}\n",
-        t.latency_ms.p50, t.latency_ms.p95, t.latency_ms.p99, t.latency_ms.max
-    );
+    let latency = |l: &crate::results::LatencyMs| {
+        format!(
+            "p50 {:.3}  p95 {:.3}  p99 {:.3}  max {:.3}",
+            l.p50, l.p95, l.p99, l.max
+        )
+    };
+    match (&t.rate, &t.service_latency_ms, &t.schedule_lag_ms) {
+        (Some(r), Some(service), Some(lag)) => {
+            s += &format!(
+                "  rate         asked {:.1}/s  achieved {:.1}/s{}{}\n",
+                r.asked,
+                r.achieved,
+                if r.skipped > 0 {
+                    format!("  skipped {} late", r.skipped)
+                } else {
+                    String::new()
+                },
+                if r.saturated {
+                    "  SATURATED: the server did not keep up"
+                } else {
+                    ""
+                }
+            );
+            s += &format!(
+                "  latency ms   {}   (from each intended start)\n",
+                latency(&t.latency_ms)
+            );
+            s += &format!(
+                "  service ms   {}   (from the actual send)\n",
+                latency(service)
+            );
+            s += &format!(
+                "  lag ms       p50 {:.3}  p99 {:.3}  max {:.3}\n",
+                lag.p50, lag.p99, lag.max
+            );
+        }
+        _ => s += &format!("  latency ms   {}\n", latency(&t.latency_ms)),
+    }
     s += &format!("  queries      {}   errors {}\n", t.queries, t.errors);
     for (msg, n) in &t.error_messages {
         s += &format!("    {n} × {msg}\n");

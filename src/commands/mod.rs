@@ -19,7 +19,7 @@ use anyhow::Result;
 /// Run the parsed command line.
 pub fn dispatch(cli: Cli) -> Result<()> {
     match cli.command {
-        Command::Bench(args) => bench::run(args),
+        Command::Bench(args) => bench::run(*args),
         Command::Run(args) => run::run(*args),
         Command::Demo(args) => demo::run(args),
         Command::Features(args) => features::run(args),

@@ -1,9 +1,9 @@
 //! The experiment file format (TOML): what a user writes, parsed into an `Experiment`. Unknown
 //! fields are errors that name the field, so a typo never silently falls back to a default.
 
-use super::run::stop_rule;
+use super::run::{open_loop, stop_rule};
 use crate::error::usage;
-use crate::experiment::spec::{Experiment, VariantSpec, product};
+use crate::experiment::spec::{Experiment, RateLevel, VariantSpec, product};
 use crate::units::{parse_bytes, parse_duration};
 use crate::workload::WorkloadKind;
 use anyhow::Result;
@@ -28,6 +28,9 @@ struct ExperimentFile {
     queries_per_trial: Option<u64>,
     headline_threads: Option<u32>,
     warmup_round: Option<bool>,
+    rate: Option<RateFile>,
+    arrival: Option<String>,
+    skip_late: Option<String>,
     #[serde(default)]
     server_opts: Vec<String>,
     #[serde(default)]
@@ -51,6 +54,29 @@ struct WorkloadFile {
     table_size: Option<u64>,
     query: Option<StringOrList>,
     setup: Option<StringOrList>,
+}
+
+/// `rate = "50%"`, `rate = 2000`, or a list of either.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum RateFile {
+    Number(f64),
+    Text(String),
+    Many(Vec<RateFile>),
+}
+
+impl RateFile {
+    fn levels(&self) -> Result<Vec<RateLevel>> {
+        match self {
+            RateFile::Number(r) => RateLevel::parse_list(&r.to_string()),
+            RateFile::Text(s) => RateLevel::parse_list(s),
+            RateFile::Many(v) => Ok(v
+                .iter()
+                .map(RateFile::levels)
+                .collect::<Result<Vec<_>>>()?
+                .concat()),
+        }
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -177,6 +203,16 @@ pub fn from_toml(text: &str, default_name: &str) -> Result<Experiment> {
         exp.warmup_round = w;
     }
     exp.managed_server_opts = f.server_opts;
+    let skip_late = match f.skip_late {
+        Some(s) => Some(parse_duration("skip_late", &s)?),
+        None => None,
+    };
+    exp.open_loop = open_loop(
+        f.rate.map(|r| r.levels()).transpose()?,
+        f.arrival.as_deref(),
+        skip_late,
+        None,
+    )?;
     if !f.variant.is_empty() && !f.factor.is_empty() {
         return Err(usage("use [[variant]] or [[factor]] sections, not both"));
     }

@@ -72,6 +72,7 @@ fn base(name: &str, workload: Workload, threads: Vec<u32>, repeats: u32) -> Expe
         managed_server_opts: vec![],
         headline_threads: None,
         warmup_round: true,
+        open_loop: None,
     }
 }
 

@@ -6,7 +6,10 @@ use super::workload_from;
 use crate::cli::RunArgs;
 use crate::error::usage;
 use crate::experiment::execute::RunOptions;
-use crate::experiment::spec::{Experiment, StopRule, VariantSpec, variants_for_features};
+use crate::experiment::spec::{
+    Experiment, OpenLoop, RateLevel, StopRule, VariantSpec, variants_for_features,
+};
+use crate::load::Arrival;
 use anyhow::Result;
 use std::time::Duration;
 
@@ -59,6 +62,24 @@ pub fn experiment(args: &RunArgs) -> Result<Experiment> {
     if !args.features.is_empty() {
         exp.variants = variants_for_features(&args.features);
     }
+    let levels = args
+        .open
+        .rate
+        .as_deref()
+        .map(RateLevel::parse_list)
+        .transpose()?;
+    exp.open_loop = open_loop(
+        levels,
+        args.open.arrival.as_deref(),
+        args.open.skip_late,
+        exp.open_loop.take(),
+    )?;
+    if exp.open_loop.is_some() && args.compare_target.is_some() {
+        return Err(usage(
+            "--compare-target runs closed loop: give --rate to each run and compare the \
+             results with `dbtax compare`",
+        ));
+    }
     if exp.name.is_empty() {
         exp.name = default_name(&exp.variants);
     }
@@ -69,6 +90,43 @@ pub fn experiment(args: &RunArgs) -> Result<Experiment> {
     }
     exp.validate()?;
     Ok(exp)
+}
+
+/// Rate mode from `rate` / `arrival` / `skip_late` over the current setting (a file's).
+/// Arrival or skip-late without a rate is an error, not silently ignored.
+pub fn open_loop(
+    levels: Option<Vec<RateLevel>>,
+    arrival: Option<&str>,
+    skip_late: Option<Duration>,
+    current: Option<OpenLoop>,
+) -> Result<Option<OpenLoop>> {
+    let mut o = match (levels, current) {
+        (Some(levels), c) => OpenLoop {
+            levels,
+            ..c.unwrap_or(OpenLoop {
+                levels: vec![],
+                arrival: Arrival::default(),
+                skip_late: None,
+            })
+        },
+        (None, Some(c)) => c,
+        (None, None) => {
+            if arrival.is_some() || skip_late.is_some() {
+                return Err(usage(
+                    "--arrival and --skip-late go with --rate (open loop): give --rate R or \
+                     --rate 50%",
+                ));
+            }
+            return Ok(None);
+        }
+    };
+    if let Some(a) = arrival {
+        o.arrival = Arrival::parse(a)?;
+    }
+    if skip_late.is_some() {
+        o.skip_late = skip_late;
+    }
+    Ok(Some(o))
 }
 
 /// A seed for the trial order, from the clock (recorded, so a run can be replayed).

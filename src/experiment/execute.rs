@@ -11,7 +11,7 @@ use super::runner::{self, BlockDone, Observer};
 use super::spec::Experiment;
 use crate::feature::toggle::Switcher;
 use crate::load::{TrialPlan, TrialProgress};
-use crate::results::{Results, SCHEMA, ToolInfo, VariantInfo};
+use crate::results::{RateRun, Results, SCHEMA, ToolInfo, VariantInfo};
 use crate::server::{Server, ServerConfig, catalog};
 use crate::workload::PreparedWorkload;
 use anyhow::{Context, Result};
@@ -139,6 +139,7 @@ pub(super) fn trial_plan(exp: &Experiment) -> TrialPlan {
         duration: exp.trial,
         warmup: exp.warmup,
         queries: exp.queries_per_trial,
+        rate: None,
     }
 }
 
@@ -189,6 +190,9 @@ pub(super) fn conclude(
         Ok(o) => {
             results.cells = o.cells;
             results.carry_over_pct = o.carry_over_pct;
+            if let Some(r) = results.rate.as_mut() {
+                r.calibration = o.calibration;
+            }
             results.intervals = o.intervals;
             results
                 .warnings
@@ -280,6 +284,12 @@ fn header(
         warnings: vec![],
         carry_over_pct: None,
         intervals: 0,
+        rate: exp.open_loop.as_ref().map(|o| RateRun {
+            levels: o.levels.iter().map(|l| l.label()).collect(),
+            arrival: o.arrival.name().into(),
+            skip_late_ms: o.skip_late.map(|d| d.as_secs_f64() * 1000.0),
+            calibration: vec![],
+        }),
     }
 }
 
@@ -369,6 +379,9 @@ impl Observer for Recorder<'_> {
         // One run: every cell is side A's (variant names have no ':'), under its own name.
         for ((results, _), cells) in self.runs.iter_mut().zip(split_cells(block.cells)) {
             results.cells = cells;
+            if let Some(r) = results.rate.as_mut() {
+                r.calibration = block.calibration.to_vec();
+            }
         }
         self.write()?;
         self.display.block_done(block)

@@ -5,7 +5,7 @@
 use super::disk::DiskGuard;
 use super::plan::{Plan, Restarter};
 use super::preflight::log_files;
-use super::runner::{Bench, Observer};
+use super::runner::{Bench, Load, Observer};
 use crate::feature::toggle::Switcher;
 use crate::load::{TrialPlan, TrialProbes, run_trial};
 use crate::results::Trial;
@@ -18,6 +18,8 @@ use std::time::Duration;
 const PROBE: Duration = Duration::from_millis(300);
 /// How long a restore keeps reconnecting to a server that does not answer.
 const RESTORE_PATIENCE: Duration = Duration::from_secs(30);
+/// Rate mode's calibration measures closed-loop capacity for at least this long.
+const CALIBRATION: Duration = Duration::from_secs(2);
 /// Settle at least this long after a restart (the buffer pool reloads, caches are cold).
 const SETTLE_AFTER_RESTART: Duration = Duration::from_secs(3);
 
@@ -108,6 +110,7 @@ impl<'a> LiveBench<'a> {
                 duration: PROBE,
                 warmup: Duration::ZERO,
                 queries: None,
+                rate: None,
             };
             let probes = TrialProbes {
                 log_files: self.disk.files.clone(),
@@ -157,12 +160,33 @@ impl Bench for LiveBench<'_> {
         Ok(())
     }
 
-    fn trial(
+    fn trial(&mut self, variant: usize, load: &Load, observer: &mut dyn Observer) -> Result<Trial> {
+        let mut plan = self.trial.clone();
+        plan.threads = load.threads;
+        plan.rate = load.rate;
+        self.run(variant, plan, observer)
+    }
+
+    fn calibrate(&mut self, threads: u32, observer: &mut dyn Observer) -> Result<Trial> {
+        let plan = TrialPlan {
+            threads,
+            duration: self.trial.duration.max(CALIBRATION),
+            rate: None,
+            ..self.trial.clone()
+        };
+        self.run(0, plan, observer)
+    }
+}
+
+impl LiveBench<'_> {
+    /// One trial of the current variant (`variant`, for the disk guard's accounting).
+    fn run(
         &mut self,
         variant: usize,
-        threads: u32,
+        mut plan: TrialPlan,
         observer: &mut dyn Observer,
     ) -> Result<Trial> {
+        let threads = plan.threads;
         self.guard_disk(variant, threads)?;
         if self.server.is_managed() {
             // The server is ours and thrown away: keep its logs from filling the disk.
@@ -172,8 +196,6 @@ impl Bench for LiveBench<'_> {
                 }
             }
         }
-        let mut plan = self.trial.clone();
-        plan.threads = threads;
         if std::mem::take(&mut self.cold) {
             if plan.queries.is_some() {
                 // Fixed-count trials have no settle phase: settle here, with the load.
@@ -183,6 +205,7 @@ impl Bench for LiveBench<'_> {
                     duration: SETTLE_AFTER_RESTART,
                     warmup: Duration::ZERO,
                     queries: None,
+                    rate: None,
                 };
                 run_trial(
                     self.server,

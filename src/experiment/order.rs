@@ -8,11 +8,11 @@
 use crate::rng::Rng;
 use std::collections::BTreeMap;
 
-/// Every variant once, at one thread count.
+/// Every variant once, at one load point.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Block {
-    /// Client threads.
-    pub threads: u32,
+    /// The load point (the runner's key: a thread count, or a thread count and a rate).
+    pub point: u32,
     /// Variant indices in the order they run.
     pub order: Vec<usize>,
 }
@@ -81,7 +81,7 @@ impl Orders {
                 let i = self.next.entry(t).or_insert(0);
                 let order = self.rows[*i % self.rows.len()].clone();
                 *i += 1;
-                Block { threads: t, order }
+                Block { point: t, order }
             })
             .collect()
     }
@@ -140,8 +140,8 @@ mod tests {
         let mut rows_at_8 = vec![];
         for _ in 0..8 {
             let round = orders.round(&[1, 8, 64], &mut rng);
-            thread_orders.insert(round.iter().map(|b| b.threads).collect::<Vec<_>>());
-            rows_at_8.push(round.into_iter().find(|b| b.threads == 8).unwrap().order);
+            thread_orders.insert(round.iter().map(|b| b.point).collect::<Vec<_>>());
+            rows_at_8.push(round.into_iter().find(|b| b.point == 8).unwrap().order);
         }
         assert!(thread_orders.len() > 2, "{thread_orders:?}");
         let m = neighbours(&rows_at_8, 4);

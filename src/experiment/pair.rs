@@ -5,7 +5,7 @@
 
 use super::execute::{Executed, Ready, Recorder, RunOptions, conclude, open, trial_plan};
 use super::live::LiveBench;
-use super::runner::{self, Bench, Observer};
+use super::runner::{self, Bench, Load, Observer};
 use super::spec::Experiment;
 use crate::results::{Cell, Trial};
 use crate::server::ServerConfig;
@@ -111,14 +111,13 @@ impl Bench for PairBench<'_> {
         bench.apply(v, observer)
     }
 
-    fn trial(
-        &mut self,
-        variant: usize,
-        threads: u32,
-        observer: &mut dyn Observer,
-    ) -> Result<Trial> {
+    fn trial(&mut self, variant: usize, load: &Load, observer: &mut dyn Observer) -> Result<Trial> {
         let (bench, v) = self.side(variant);
-        bench.trial(v, threads, observer)
+        bench.trial(v, load, observer)
+    }
+
+    fn calibrate(&mut self, _: u32, _: &mut dyn Observer) -> Result<Trial> {
+        anyhow::bail!("--compare-target runs closed loop: a rate is not supported there yet")
     }
 }
 
@@ -151,6 +150,7 @@ fn split_outcome(o: runner::Outcome) -> [runner::Outcome; 2] {
         carry_over_pct: o.carry_over_pct.clone(),
         intervals: o.intervals,
         warnings: o.warnings.clone(),
+        calibration: o.calibration.clone(),
     };
     [side(ca), side(cb)]
 }

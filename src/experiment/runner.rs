@@ -4,10 +4,10 @@
 //! interruption loses nothing).
 
 use super::order::{self, Block, Orders};
-use super::spec::{Experiment, MAX_BLOCKS, StopRule};
+use super::spec::{Experiment, MAX_BLOCKS, Point, RateLevel, StopRule};
 use super::warnings::Warning;
-use crate::load::TrialProgress;
-use crate::results::{Cell, Trial};
+use crate::load::{Rate, TrialProgress};
+use crate::results::{Calibration, Cell, Trial};
 use crate::rng::Rng;
 use crate::server::ServerLost;
 use crate::stats::overhead::half_width;
@@ -16,13 +16,24 @@ use anyhow::Result;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+/// The load of one trial: client threads, and in rate mode the schedule's rate.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Load {
+    /// Client threads.
+    pub threads: u32,
+    /// Open loop at this rate; None: closed loop.
+    pub rate: Option<Rate>,
+}
+
 /// Something trials can be run against.
 pub trait Bench {
     /// Put the server into variant `variant`'s state.
     fn apply(&mut self, variant: usize, observer: &mut dyn Observer) -> Result<()>;
-    /// Run one trial of the current variant at `threads`.
-    fn trial(&mut self, variant: usize, threads: u32, observer: &mut dyn Observer)
-    -> Result<Trial>;
+    /// Run one trial of the current variant under `load`.
+    fn trial(&mut self, variant: usize, load: &Load, observer: &mut dyn Observer) -> Result<Trial>;
+    /// Rate mode's calibration: a closed-loop trial of the current variant at `threads`,
+    /// whose events per second are the capacity a rate level's share is taken of.
+    fn calibrate(&mut self, threads: u32, observer: &mut dyn Observer) -> Result<Trial>;
 }
 
 /// A block has finished.
@@ -38,6 +49,8 @@ pub struct BlockDone<'a> {
     pub threads: u32,
     /// Every cell, up to date.
     pub cells: &'a [Cell],
+    /// Rate mode: the capacity measured at each thread count before the first trial.
+    pub calibration: &'a [Calibration],
 }
 
 /// What the runner reports as it goes. Every method has a do-nothing default.
@@ -69,6 +82,69 @@ pub struct Outcome {
     pub intervals: u32,
     /// Things the reader should know (e.g. cells short of the precision goal).
     pub warnings: Vec<Warning>,
+    /// Rate mode: the capacity measured at each thread count.
+    pub calibration: Vec<Calibration>,
+}
+
+/// Rate mode: measure the baseline's closed-loop capacity at every thread count, when a
+/// rate level is a share of it.
+fn calibrate(
+    exp: &Experiment,
+    bench: &mut dyn Bench,
+    observer: &mut dyn Observer,
+) -> Result<Vec<Calibration>> {
+    if !exp
+        .open_loop
+        .as_ref()
+        .is_some_and(|o| o.needs_calibration())
+    {
+        return Ok(vec![]);
+    }
+    observer.status(&format!(
+        "calibration: the capacity of '{}' in closed loop at each thread count (not counted)",
+        exp.variants[0].name
+    ));
+    bench
+        .apply(0, observer)
+        .map_err(|e| explain(e, "before", "the calibration"))?;
+    let mut out = vec![];
+    for &threads in &exp.threads {
+        crate::interrupt::check()?;
+        let t = bench.calibrate(threads, observer).map_err(|e| {
+            explain(
+                e,
+                "during",
+                &format!("the calibration at {threads} threads"),
+            )
+        })?;
+        observer.status(&format!(
+            "  {threads} threads: {:.0} events/s ({:.0} queries/s)",
+            t.tps, t.qps
+        ));
+        out.push(Calibration {
+            threads,
+            capacity_tps: t.tps,
+            capacity_qps: t.qps,
+            duration_s: t.duration_s,
+        });
+    }
+    Ok(out)
+}
+
+/// The asked rate of a point: its level, and the events per second it comes to.
+fn asked(exp: &Experiment, point: &Point, calibration: &[Calibration]) -> Option<(String, f64)> {
+    let level = exp.open_loop.as_ref()?.levels[point.rate?];
+    let per_second = match level {
+        RateLevel::PerSecond(r) => r,
+        RateLevel::Capacity(f) => {
+            f * calibration
+                .iter()
+                .find(|c| c.threads == point.threads)
+                .map(|c| c.capacity_tps)
+                .unwrap_or(0.0)
+        }
+    };
+    Some((level.label(), per_second.max(1.0)))
 }
 
 /// Run an experiment to its stop rule. On error (or interrupt) the error is returned; the
@@ -80,10 +156,26 @@ pub fn run(
 ) -> Result<Outcome> {
     let mut rng = Rng::new(exp.seed);
     let nv = exp.variants.len();
-    let mut cells: Vec<CellTrials> = exp
-        .threads
+    let calibration = calibrate(exp, bench, observer)?;
+    let points = exp.points();
+    let rates: Vec<Option<(String, f64)>> =
+        points.iter().map(|p| asked(exp, p, &calibration)).collect();
+    let load = |point: usize| Load {
+        threads: points[point].threads,
+        rate: rates[point].as_ref().map(|(_, per_second)| {
+            let o = exp.open_loop.as_ref().expect("a rate level is rate mode");
+            Rate {
+                per_second: *per_second,
+                arrival: o.arrival,
+                skip_late: o.skip_late,
+            }
+        }),
+    };
+    let mut cells: Vec<CellTrials> = points
         .iter()
-        .flat_map(|&t| {
+        .enumerate()
+        .flat_map(|(point, p)| {
+            let rate = rates[point].clone();
             exp.variants
                 .iter()
                 .enumerate()
@@ -91,7 +183,9 @@ pub fn run(
                     variant: v.name.clone(),
                     baseline: v.baseline,
                     variant_index: i,
-                    threads: t,
+                    threads: p.threads,
+                    point,
+                    rate: rate.clone(),
                     trials: vec![],
                     effects: v.effects.clone(),
                 })
@@ -99,9 +193,11 @@ pub fn run(
         .collect();
     let started = Instant::now();
     let per_trial = order::trial_estimate(exp.trial, exp.warmup);
-    let mut orders = Orders::new(nv, &exp.threads, &mut rng);
+    // Blocks are keyed by point (index): a thread count, or a thread count and a rate.
+    let keys: Vec<u32> = (0..points.len() as u32).collect();
+    let mut orders = Orders::new(nv, &keys, &mut rng);
     let warmup_trials = if exp.warmup_round {
-        exp.threads.len() * nv
+        points.len() * nv
     } else {
         0
     };
@@ -110,12 +206,12 @@ pub fn run(
     let mut previous: Option<usize> = None;
     if exp.warmup_round {
         observer.status("warm-up round: every variant once at every thread count, not counted");
-        for Block { threads, order } in orders.round(&exp.threads, &mut rng) {
+        for Block { point, order } in orders.round(&keys, &mut rng) {
             for v in order {
                 let at = Step {
                     index,
                     planned,
-                    threads,
+                    load: load(point as usize),
                     label: "warm-up trial",
                 };
                 one_trial(exp, bench, observer, v, &at)?;
@@ -124,6 +220,7 @@ pub fn run(
             }
         }
     }
+    let points_list = points.clone();
     let mut summary = summarize(&cells);
     let mut warnings = vec![];
     // Precision mode: each cell's half-width after its first-stage blocks.
@@ -131,24 +228,29 @@ pub fn run(
     for r in 0u32.. {
         let need: Vec<(u32, Vec<usize>)> = match &exp.stop {
             StopRule::Repeats(n) if r >= *n => vec![],
-            StopRule::Repeats(_) => exp.threads.iter().map(|&t| (t, all(nv))).collect(),
+            StopRule::Repeats(_) => keys.iter().map(|&k| (k, all(nv))).collect(),
             StopRule::Precision {
                 points,
                 budget,
                 focus,
             } => {
                 let need = still_needed(exp, &summary.cells, (*points, *focus), r, &mut stage);
+                let points_of = &points_list;
                 let trials: usize = need.iter().map(|(_, vs)| vs.len()).sum();
                 let out_of_time = started.elapsed() + per_trial * trials as u32 > *budget;
                 let goal: Vec<u32> = need
                     .iter()
-                    .map(|(t, _)| *t)
-                    .filter(|&t| r >= exp.planned_blocks_at(t))
+                    .map(|(k, _)| *k)
+                    .filter(|&k| r >= exp.planned_blocks_at(points_of[k as usize].threads))
                     .collect();
                 if !goal.is_empty() && (out_of_time || r >= MAX_BLOCKS) {
-                    warnings.push(shortfall(&summary.cells, &goal, *points, r));
+                    let goal_threads: Vec<u32> = goal
+                        .iter()
+                        .map(|&k| points_of[k as usize].threads)
+                        .collect();
+                    warnings.push(shortfall(&summary.cells, &goal_threads, *points, r));
                     need.into_iter()
-                        .filter(|(t, _)| !goal.contains(t))
+                        .filter(|(k, _)| !goal.contains(k))
                         .collect()
                 } else {
                     need
@@ -158,20 +260,17 @@ pub fn run(
         if need.is_empty() {
             break;
         }
-        let threads: Vec<u32> = need.iter().map(|(t, _)| *t).collect();
+        let round_keys: Vec<u32> = need.iter().map(|(k, _)| *k).collect();
         planned = planned.max(index + need.iter().map(|(_, vs)| vs.len()).sum::<usize>());
-        for Block { threads, mut order } in orders.round(&threads, &mut rng) {
-            let keep = &need
-                .iter()
-                .find(|(t, _)| *t == threads)
-                .expect("asked for")
-                .1;
+        for Block { point, mut order } in orders.round(&round_keys, &mut rng) {
+            let keep = &need.iter().find(|(k, _)| *k == point).expect("asked for").1;
             order.retain(|v| keep.contains(v));
+            let point = point as usize;
             for (position, v) in order.into_iter().enumerate() {
                 let at = Step {
                     index,
                     planned,
-                    threads,
+                    load: load(point),
                     label: "trial",
                 };
                 let mut trial = one_trial(exp, bench, observer, v, &at)?;
@@ -182,8 +281,8 @@ pub fn run(
                 index += 1;
                 let cell = cells
                     .iter_mut()
-                    .find(|c| c.threads == threads && c.variant_index == v)
-                    .expect("a cell per (threads, variant)");
+                    .find(|c| c.point == point && c.variant_index == v)
+                    .expect("a cell per (point, variant)");
                 cell.trials.push(trial);
             }
             summary = summarize(&cells);
@@ -191,8 +290,9 @@ pub fn run(
                 trials_done: index,
                 trials_planned: planned,
                 elapsed: started.elapsed(),
-                threads,
+                threads: points[point].threads,
                 cells: &summary.cells,
+                calibration: &calibration,
             })?;
         }
     }
@@ -202,6 +302,7 @@ pub fn run(
         carry_over_pct: summary.carry_over_pct,
         intervals: summary.intervals,
         warnings,
+        calibration,
     })
 }
 
@@ -209,7 +310,7 @@ pub fn run(
 struct Step {
     index: usize,
     planned: usize,
-    threads: u32,
+    load: Load,
     label: &'static str,
 }
 
@@ -223,13 +324,18 @@ fn one_trial(
 ) -> Result<Trial> {
     crate::interrupt::check()?;
     let name = &exp.variants[v].name;
-    observer.trial_starting(at.index, at.planned, name, at.threads);
+    observer.trial_starting(at.index, at.planned, name, at.load.threads);
     let which = || {
+        let rate = at
+            .load
+            .rate
+            .map(|r| format!(", {:.0}/s", r.per_second))
+            .unwrap_or_default();
         format!(
-            "{} {} ({name}, {} threads)",
+            "{} {} ({name}, {} threads{rate})",
             at.label,
             at.index + 1,
-            at.threads
+            at.load.threads
         )
     };
     bench
@@ -237,7 +343,7 @@ fn one_trial(
         .map_err(|e| explain(e, "before", &which()))?;
     let started_at = crate::host::now_rfc3339_ms();
     let mut trial = bench
-        .trial(v, at.threads, observer)
+        .trial(v, &at.load, observer)
         .map_err(|e| explain(e, "during", &which()))?;
     trial.started_at = started_at;
     Ok(trial)
@@ -277,12 +383,14 @@ fn still_needed(
     stage: &mut BTreeMap<(u32, usize), f64>,
 ) -> Vec<(u32, Vec<usize>)> {
     let nv = exp.variants.len();
-    exp.threads
+    exp.points()
         .iter()
-        .filter_map(|&t| {
+        .enumerate()
+        .filter_map(|(key, p)| {
+            let (t, key) = (p.threads, key as u32);
             let first = exp.planned_blocks_at(t);
             if round < first {
-                return Some((t, all(nv)));
+                return Some((key, all(nv)));
             }
             if focus.is_some_and(|f| f.threads != t) {
                 return None;
@@ -309,7 +417,7 @@ fn still_needed(
                     }
                 }
             }
-            (!keep.is_empty()).then_some((t, keep))
+            (!keep.is_empty()).then_some((key, keep))
         })
         .collect()
 }

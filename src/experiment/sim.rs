@@ -6,7 +6,7 @@
 //! that slows the trial after a feature trial, and an effect that drifts across the run
 //! (AR(1)). No time passes: trials are instant.
 
-use super::runner::{Bench, Observer};
+use super::runner::{Bench, Load, Observer};
 use crate::results::{LatencyMs, Trial};
 use crate::rng::Rng;
 use anyhow::Result;
@@ -34,6 +34,10 @@ pub struct SimulatedServer {
     /// A drifting effect: each variant's log effect wanders as AR(1) (phi, innovation sd)
     /// around its true value, one step per trial of that variant.
     pub effect_ar: Option<(f64, f64)>,
+    /// Rate mode: the median latency each variant adds, ms (its p99 adds 3×).
+    pub added_latency_ms: Vec<f64>,
+    /// Rate mode: per-trial noise of the latency percentiles, sd in ms.
+    pub latency_noise_ms: f64,
     drift: f64,
     wander: Vec<f64>,
     /// Per variant: the sum of its trials' wander and their count (the realized effect).
@@ -58,6 +62,8 @@ impl SimulatedServer {
             stall: None,
             carry_over: 0.0,
             effect_ar: None,
+            added_latency_ms: vec![0.0; n],
+            latency_noise_ms: 0.02,
             drift: 0.0,
             wander: vec![0.0; n],
             wandered: vec![(0.0, 0); n],
@@ -113,7 +119,18 @@ impl Bench for SimulatedServer {
         Ok(())
     }
 
-    fn trial(&mut self, variant: usize, threads: u32, _: &mut dyn Observer) -> Result<Trial> {
+    fn calibrate(&mut self, threads: u32, _: &mut dyn Observer) -> Result<Trial> {
+        let qps = self.base_qps * (threads as f64).min(2.0);
+        Ok(Trial {
+            qps,
+            tps: qps,
+            duration_s: 2.0,
+            ..Default::default()
+        })
+    }
+
+    fn trial(&mut self, variant: usize, load: &Load, _: &mut dyn Observer) -> Result<Trial> {
+        let threads = load.threads;
         assert_eq!(
             variant, self.current,
             "the runner applies a variant before its trial"
@@ -143,19 +160,37 @@ impl Bench for SimulatedServer {
             log_qps += (1.0 - self.carry_over).ln();
         }
         self.previous = Some(variant);
-        let qps = log_qps.exp();
+        let mut qps = log_qps.exp();
         let cpu = 20.0 / (1.0 - self.true_overhead[variant]) * (1.0 + 0.02 * self.rng.normal());
+        // Closed loop: fixed percentiles. At a rate: the machine's drift slows every answer
+        // alike, the variant adds its own latency, each percentile has its own noise.
+        let mut latency_ms = LatencyMs {
+            p50: 0.1,
+            p95: 0.2,
+            p99: 0.3,
+            max: 1.0,
+        };
+        let mut rate = None;
+        if let Some(r) = load.rate {
+            qps = r.per_second * (1.0 + 0.001 * self.rng.normal());
+            let slow = (-self.drift).exp();
+            let add = self.added_latency_ms[variant];
+            let sd = self.latency_noise_ms;
+            latency_ms.p50 = 0.2 * slow + add + sd * self.noise();
+            latency_ms.p99 = 0.6 * slow + 3.0 * add + 3.0 * sd * self.noise();
+            rate = Some(crate::results::TrialRate {
+                asked: r.per_second,
+                achieved: qps,
+                ..Default::default()
+            });
+        }
         Ok(Trial {
             qps,
             tps: qps,
             queries: (qps * 3.0) as u64,
             duration_s: 3.0,
-            latency_ms: LatencyMs {
-                p50: 0.1,
-                p95: 0.2,
-                p99: 0.3,
-                max: 1.0,
-            },
+            latency_ms,
+            rate,
             client_cpu_us_per_query: 5.0,
             server_cpu_us_per_query: Some(cpu),
             log_bytes_per_query: Some(if variant == 0 { 0.0 } else { 120.0 }),

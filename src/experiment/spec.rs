@@ -44,6 +44,92 @@ pub enum StopRule {
     },
 }
 
+/// One load level of rate mode.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum RateLevel {
+    /// Events per second, in total.
+    PerSecond(f64),
+    /// A fraction of the capacity measured at each thread count (0.5: half).
+    Capacity(f64),
+}
+
+impl RateLevel {
+    /// Parse "2000" (events/s) or "50%" (of the measured capacity).
+    pub fn parse(s: &str) -> Result<RateLevel> {
+        let t = s.trim();
+        let bad = || {
+            usage(format!(
+                "bad rate '{t}': write events per second (--rate 2000) or a share of the \
+                 measured capacity (--rate 50%, or a list: --rate 25%,50%,80%)"
+            ))
+        };
+        if let Some(p) = t.strip_suffix('%') {
+            let p: f64 = p.trim().parse().map_err(|_| bad())?;
+            if !(p > 0.0 && p <= 200.0) {
+                return Err(usage(format!(
+                    "bad rate '{t}': a share of capacity between 0% and 200%"
+                )));
+            }
+            Ok(RateLevel::Capacity(p / 100.0))
+        } else {
+            let r: f64 = t.trim_end_matches("/s").parse().map_err(|_| bad())?;
+            if !(r.is_finite() && r > 0.0 && r <= 1e8) {
+                return Err(usage(format!(
+                    "bad rate '{t}': events per second, more than 0 and at most 100000000"
+                )));
+            }
+            Ok(RateLevel::PerSecond(r))
+        }
+    }
+
+    /// Parse a comma-separated list.
+    pub fn parse_list(s: &str) -> Result<Vec<RateLevel>> {
+        s.split(',').map(RateLevel::parse).collect()
+    }
+
+    /// How the level is written: "50%" or "2000/s".
+    pub fn label(&self) -> String {
+        match self {
+            RateLevel::PerSecond(r) => format!("{}/s", trim_float(*r)),
+            RateLevel::Capacity(f) => format!("{}%", trim_float(f * 100.0)),
+        }
+    }
+}
+
+fn trim_float(x: f64) -> String {
+    let s = format!("{x:.3}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+/// Rate mode: the load levels and how arrivals are spaced.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OpenLoop {
+    /// Load levels; every thread count runs each.
+    pub levels: Vec<RateLevel>,
+    /// How intended starts are spaced.
+    pub arrival: crate::load::Arrival,
+    /// Skip (and count) events later than this.
+    pub skip_late: Option<Duration>,
+}
+
+impl OpenLoop {
+    /// Whether a calibration (closed-loop capacity at each thread count) must run first.
+    pub fn needs_calibration(&self) -> bool {
+        self.levels
+            .iter()
+            .any(|l| matches!(l, RateLevel::Capacity(_)))
+    }
+}
+
+/// Where trials run: a thread count, and in rate mode one of the rate levels.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Point {
+    /// Client threads.
+    pub threads: u32,
+    /// Index into `OpenLoop::levels`; None: closed loop.
+    pub rate: Option<usize>,
+}
+
 /// Precision at one thread count, a fixed number of blocks at the others.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Focus {
@@ -85,6 +171,8 @@ pub struct Experiment {
     /// Run every variant once at every thread count before the first measured block (not
     /// counted): the first measured trials then meet a warm server and warm caches.
     pub warmup_round: bool,
+    /// Rate mode (open loop) instead of closed loop.
+    pub open_loop: Option<OpenLoop>,
 }
 
 /// Precision mode's first stage: every variant runs this many blocks before the rule looks
@@ -169,7 +257,20 @@ impl Experiment {
             managed_server_opts: vec![],
             headline_threads: None,
             warmup_round: true,
+            open_loop: None,
         }
+    }
+
+    /// Every load point: each thread count, and in rate mode each rate level at it.
+    pub fn points(&self) -> Vec<Point> {
+        let levels: Vec<Option<usize>> = match &self.open_loop {
+            Some(o) => (0..o.levels.len()).map(Some).collect(),
+            None => vec![None],
+        };
+        self.threads
+            .iter()
+            .flat_map(|&threads| levels.iter().map(move |&rate| Point { threads, rate }))
+            .collect()
     }
 
     /// The same experiment on two servers at once (`--compare-target`): A's variants
@@ -246,6 +347,23 @@ impl Experiment {
         if self.trial.is_zero() {
             return Err(usage("--trial must be longer than 0"));
         }
+        if let Some(o) = &self.open_loop {
+            if o.levels.is_empty() {
+                return Err(usage("--rate needs at least one rate"));
+            }
+            if self.queries_per_trial.is_some() {
+                return Err(usage(
+                    "--rate and a fixed query count per trial do not go together: a rate \
+                     runs for the trial's time",
+                ));
+            }
+            if matches!(self.stop, StopRule::Precision { .. }) {
+                return Err(usage(
+                    "--precision works on the throughput overhead, which a fixed rate does \
+                     not have: give --repeats N with --rate",
+                ));
+            }
+        }
         if let Some(t) = self.headline_threads
             && !self.threads.contains(&t)
         {
@@ -275,9 +393,9 @@ impl Experiment {
 
     /// Measured trials planned before any precision extension.
     pub fn planned_trials(&self) -> usize {
-        self.threads
+        self.points()
             .iter()
-            .map(|&t| self.planned_blocks_at(t) as usize * self.variants.len())
+            .map(|p| self.planned_blocks_at(p.threads) as usize * self.variants.len())
             .sum()
     }
 }

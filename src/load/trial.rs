@@ -3,9 +3,12 @@
 //! The coordinator thread is also the progress reporter: it samples the workers' counters a
 //! few times a second and never touches the hot path.
 
-use super::worker::{self, PHASE_MEASURE, PHASE_STOP, PHASE_WARMUP, Shared, WorkerReport};
+use super::schedule::{Rate, Schedule};
+use super::worker::{
+    self, PHASE_MEASURE, PHASE_STOP, PHASE_WARMUP, Shared, WorkerReport, WorkerSetup,
+};
 use crate::error::Failure;
-use crate::results::{LatencyMs, Trial};
+use crate::results::{LagMs, LatencyMs, Trial, TrialRate};
 use crate::server::{Admin, Server, ServerLost};
 use crate::workload::PreparedWorkload;
 use anyhow::{Context, Result, bail};
@@ -29,6 +32,8 @@ pub struct TrialPlan {
     pub warmup: Duration,
     /// Stop after this many statements in total, split over the threads (mysqlslap style).
     pub queries: Option<u64>,
+    /// Open loop: events start on a schedule at this rate (None: closed loop).
+    pub rate: Option<Rate>,
 }
 
 /// A check made a few times a second while a trial runs; Some(reason) stops the trial with
@@ -59,6 +64,10 @@ pub struct TrialProgress {
     pub events_per_s: f64,
     /// Fraction of the query quota done (queries mode).
     pub quota_done: Option<f64>,
+    /// Rate mode: the asked rate, events/s.
+    pub asked_per_s: Option<f64>,
+    /// Rate mode: the largest current schedule lag over the workers, ms.
+    pub lag_ms: Option<f64>,
 }
 
 struct Snapshot {
@@ -126,7 +135,7 @@ pub fn run_trial(
         None
     };
     let queries_mode = plan.queries.is_some();
-    let shared = Shared::new(
+    let mut shared = Shared::new(
         threads,
         if queries_mode {
             PHASE_MEASURE
@@ -134,6 +143,8 @@ pub fn run_trial(
             PHASE_WARMUP
         },
     );
+    shared.window_ns.1 = plan.duration.as_nanos() as u64;
+    let seed = crate::rng::Rng::from_time(threads as u64).next_u64();
     let quota = |i: usize| {
         plan.queries
             .map(|n| n / threads as u64 + u64::from((i as u64) < n % threads as u64))
@@ -141,24 +152,37 @@ pub fn run_trial(
 
     // Fixed-count trials measure from the first query: snapshot before the workers start.
     let mut early = queries_mode.then(|| snapshot(server, probes, admin.as_mut()));
+    let t0 = Instant::now();
     let (reports, before, after, stopped) = std::thread::scope(|s| {
         let handles: Vec<_> = clients
             .into_iter()
             .enumerate()
             .map(|(i, client)| {
                 let (shared, connector) = (&shared, connector.as_ref());
-                let q = quota(i);
-                s.spawn(move || worker::run_worker(i, client, connector, shared, q))
+                let setup = WorkerSetup {
+                    index: i,
+                    quota: quota(i),
+                    schedule: plan
+                        .rate
+                        .map(|r| Schedule::new(r.per_second, r.arrival, i, threads, seed)),
+                    skip_late: plan.rate.and_then(|r| r.skip_late),
+                    t0,
+                };
+                s.spawn(move || worker::run_worker(setup, client, connector, shared))
             })
             .collect();
         let mut stopped = None;
-        let mut sampler = Sampler::new(&shared, probes.watch.clone());
+        let mut sampler = Sampler::new(&shared, probes.watch.clone(), plan.rate);
         if !queries_mode {
             stopped = sampler.wait(plan.warmup, false, &mut *on_tick, None);
         }
         let before = early
             .take()
             .unwrap_or_else(|| snapshot(server, probes, admin.as_mut()));
+        shared.window_ns.0.store(
+            before.at.duration_since(t0).as_nanos() as u64,
+            Ordering::SeqCst,
+        );
         shared.phase.store(PHASE_MEASURE, Ordering::SeqCst);
         if stopped.is_none() {
             let quota_total = plan.queries.map(|q| (q, threads));
@@ -182,7 +206,7 @@ pub fn run_trial(
         Some(Stop::Watch(why)) => bail!("{why}"),
         None => {}
     }
-    summarize(reports, &before, &after)
+    summarize(reports, &before, &after, plan.rate)
 }
 
 /// Why a phase ended before its time.
@@ -197,15 +221,17 @@ enum Stop {
 struct Sampler<'a> {
     shared: &'a Shared,
     watch: Option<Watch>,
+    rate: Option<Rate>,
     last_events: u64,
     last_at: Instant,
 }
 
 impl<'a> Sampler<'a> {
-    fn new(shared: &'a Shared, watch: Option<Watch>) -> Self {
+    fn new(shared: &'a Shared, watch: Option<Watch>, rate: Option<Rate>) -> Self {
         Sampler {
             shared,
             watch,
+            rate,
             last_events: shared.total_events(),
             last_at: Instant::now(),
         }
@@ -262,13 +288,85 @@ impl<'a> Sampler<'a> {
                     planned,
                     events_per_s: eps,
                     quota_done,
+                    asked_per_s: self.rate.map(|r| r.per_second),
+                    lag_ms: self.rate.map(|_| self.shared.max_lag_us() as f64 / 1000.0),
                 });
             }
         }
     }
 }
 
-fn summarize(reports: Vec<WorkerReport>, before: &Snapshot, after: &Snapshot) -> Result<Trial> {
+/// A trial is saturated when it achieved less than this share of the asked rate...
+pub const SATURATED_BELOW: f64 = 0.95;
+/// ...or when the schedule lag grew, from the first quarter of the measured window to the
+/// last, by more than this share of the window (and at least `LAG_GROWTH_MIN_MS`): the queue
+/// of late events is growing, the server does not keep up.
+pub const LAG_GROWTH_SHARE: f64 = 0.02;
+/// See `LAG_GROWTH_SHARE`.
+pub const LAG_GROWTH_MIN_MS: f64 = 5.0;
+
+/// Merge the open-loop reports: service latency, schedule lag, and whether the rate held.
+fn open_loop(
+    reports: &[WorkerReport],
+    rate: Rate,
+    events: u64,
+    secs: f64,
+) -> Result<(TrialRate, LatencyMs, LagMs)> {
+    let mut service = worker::new_histogram();
+    let mut lag = worker::new_histogram();
+    let mut skipped = 0;
+    let mut quarters = [(0.0, 0u64); 2];
+    for o in reports.iter().filter_map(|r| r.open.as_ref()) {
+        service.add(&o.service_us).context("merging histograms")?;
+        lag.add(&o.lag_us).context("merging histograms")?;
+        skipped += o.skipped;
+        for (q, w) in quarters.iter_mut().zip(o.lag_quarters) {
+            q.0 += w.0;
+            q.1 += w.1;
+        }
+    }
+    let mean_ms = |(sum, n): (f64, u64)| (n > 0).then(|| sum / n as f64 / 1000.0);
+    let lag_growth_ms = match (mean_ms(quarters[0]), mean_ms(quarters[1])) {
+        (Some(a), Some(b)) => b - a,
+        _ => 0.0,
+    };
+    let achieved = events as f64 / secs;
+    let saturated = achieved < SATURATED_BELOW * rate.per_second
+        || lag_growth_ms > (LAG_GROWTH_SHARE * secs * 1000.0).max(LAG_GROWTH_MIN_MS);
+    let ms = |us: u64| us as f64 / 1000.0;
+    Ok((
+        TrialRate {
+            asked: rate.per_second,
+            achieved,
+            skipped,
+            lag_growth_ms,
+            saturated,
+        },
+        percentiles(&service),
+        LagMs {
+            p50: ms(lag.value_at_quantile(0.50)),
+            p99: ms(lag.value_at_quantile(0.99)),
+            max: ms(lag.max()),
+        },
+    ))
+}
+
+fn percentiles(hist: &hdrhistogram::Histogram<u64>) -> LatencyMs {
+    let ms = |us: u64| us as f64 / 1000.0;
+    LatencyMs {
+        p50: ms(hist.value_at_quantile(0.50)),
+        p95: ms(hist.value_at_quantile(0.95)),
+        p99: ms(hist.value_at_quantile(0.99)),
+        max: ms(hist.max()),
+    }
+}
+
+fn summarize(
+    reports: Vec<WorkerReport>,
+    before: &Snapshot,
+    after: &Snapshot,
+    rate: Option<Rate>,
+) -> Result<Trial> {
     let mut hist = worker::new_histogram();
     let (mut queries, mut events) = (0u64, 0u64);
     let mut errors: BTreeMap<String, u64> = BTreeMap::new();
@@ -297,7 +395,9 @@ fn summarize(reports: Vec<WorkerReport>, before: &Snapshot, after: &Snapshot) ->
     }
     let secs = after.at.duration_since(before.at).as_secs_f64().max(1e-9);
     let per_query = |d: f64| d / queries as f64;
-    let ms = |us: u64| us as f64 / 1000.0;
+    let open = rate
+        .map(|r| open_loop(&reports, r, events, secs))
+        .transpose()?;
     let log_bytes_per_query = match (before.log_bytes, after.log_bytes) {
         (Some(b), Some(a)) if a >= b => Some(per_query((a - b) as f64)),
         _ => None,
@@ -324,12 +424,7 @@ fn summarize(reports: Vec<WorkerReport>, before: &Snapshot, after: &Snapshot) ->
         errors: error_count,
         error_messages: errors,
         duration_s: secs,
-        latency_ms: LatencyMs {
-            p50: ms(hist.value_at_quantile(0.50)),
-            p95: ms(hist.value_at_quantile(0.95)),
-            p99: ms(hist.value_at_quantile(0.99)),
-            max: ms(hist.max()),
-        },
+        latency_ms: percentiles(&hist),
         client_cpu_us_per_query: per_query(
             after.client_cpu_us.saturating_sub(before.client_cpu_us) as f64,
         ),
@@ -337,6 +432,9 @@ fn summarize(reports: Vec<WorkerReport>, before: &Snapshot, after: &Snapshot) ->
         log_bytes_per_query,
         server_counters_per_query,
         other_clients_pct: others_pct.filter(|p| *p > OTHER_CLIENTS_PCT),
+        rate: open.as_ref().map(|o| o.0.clone()),
+        service_latency_ms: open.as_ref().map(|o| o.1.clone()),
+        schedule_lag_ms: open.map(|o| o.2),
         ..Default::default()
     })
 }

@@ -1,13 +1,18 @@
 //! The one client loop, shared by every workload. Per event it reads one atomic (the phase),
 //! runs the script, records the latency into its own HdrHistogram and stores its count into
 //! its own cache-padded counter. No lock, no channel, no allocation of ours per query.
+//!
+//! In rate mode the worker first sleeps until the event's intended start (never spinning; a
+//! worker that is late sends at once), and measures latency from that intended start, the
+//! service time from its actual send, and the lag between the two.
 
+use super::schedule::Schedule;
 use crate::rng::Rng;
 use crate::server::{Client, Connector};
 use hdrhistogram::Histogram;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Connected; waiting for the go.
 pub const PHASE_WARMUP: u8 = 0;
@@ -29,6 +34,11 @@ pub struct Shared {
     pub events: Vec<PaddedCounter>,
     /// Workers that have returned.
     pub finished: AtomicUsize,
+    /// Rate mode: each worker's latest schedule lag, µs (for progress).
+    pub lag_us: Vec<PaddedCounter>,
+    /// Rate mode: the measured window, ns from the trial's start (start, planned length);
+    /// the start is u64::MAX until measuring begins.
+    pub window_ns: (AtomicU64, u64),
 }
 
 impl Shared {
@@ -38,6 +48,36 @@ impl Shared {
             phase: AtomicU8::new(phase),
             events: (0..threads).map(|_| PaddedCounter::default()).collect(),
             finished: AtomicUsize::new(0),
+            lag_us: (0..threads).map(|_| PaddedCounter::default()).collect(),
+            window_ns: (AtomicU64::new(u64::MAX), 0),
+        }
+    }
+
+    /// The largest current schedule lag over the workers, µs.
+    pub fn max_lag_us(&self) -> u64 {
+        self.lag_us
+            .iter()
+            .map(|c| c.0.load(Ordering::Relaxed))
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// Which end of the measured window an intended start falls in: Some(0) for its first
+    /// quarter, Some(1) for its last, None otherwise.
+    fn quarter(&self, since_t0: Duration) -> Option<usize> {
+        let start = self.window_ns.0.load(Ordering::Relaxed);
+        let len = self.window_ns.1;
+        let t = since_t0.as_nanos() as u64;
+        if start == u64::MAX || len == 0 || t < start {
+            return None;
+        }
+        let into = t - start;
+        if into < len / 4 {
+            Some(0)
+        } else if into >= len - len / 4 && into < len {
+            Some(1)
+        } else {
+            None
         }
     }
 
@@ -52,7 +92,7 @@ impl Shared {
 
 /// What one worker measured.
 pub struct WorkerReport {
-    /// Event latencies, µs, measured phase only.
+    /// Event latencies, µs, measured phase only (in rate mode: from the intended start).
     pub latency_us: Histogram<u64>,
     /// Statements completed while measuring.
     pub queries: u64,
@@ -62,6 +102,21 @@ pub struct WorkerReport {
     pub errors: BTreeMap<String, u64>,
     /// Why the worker stopped early (its connection was lost and could not be re-made).
     pub fatal: Option<String>,
+    /// Rate mode only.
+    pub open: Option<OpenLoopReport>,
+}
+
+/// What a worker on a schedule measured besides the latency from the intended start.
+pub struct OpenLoopReport {
+    /// From the actual send to the answer, µs.
+    pub service_us: Histogram<u64>,
+    /// From the intended start to the actual send, µs.
+    pub lag_us: Histogram<u64>,
+    /// Events skipped because their send would have been too late.
+    pub skipped: u64,
+    /// (sum of lags in µs, events) in the first and in the last quarter of the measured
+    /// window, by intended start: a lag that grows means the server cannot keep up.
+    pub lag_quarters: [(f64, u64); 2],
 }
 
 /// Highest latency the histograms track: one hour, in µs.
@@ -72,14 +127,31 @@ pub fn new_histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(1, MAX_LATENCY_US, 3).expect("valid histogram bounds")
 }
 
-/// Run events until the phase says stop, or `quota` statements have been measured.
+/// How one worker runs.
+pub struct WorkerSetup {
+    /// Its index among the trial's workers.
+    pub index: usize,
+    /// Stop after this many measured statements (queries mode).
+    pub quota: Option<u64>,
+    /// Rate mode: its schedule of intended starts, from `t0`.
+    pub schedule: Option<Schedule>,
+    /// Rate mode: skip events later than this.
+    pub skip_late: Option<Duration>,
+    /// The trial's start: the schedule's origin.
+    pub t0: Instant,
+}
+
+/// The longest a waiting worker sleeps before it looks at the phase again.
+const NAP: Duration = Duration::from_millis(20);
+
+/// Run events until the phase says stop, or the quota of statements has been measured.
 pub fn run_worker(
-    index: usize,
+    setup: WorkerSetup,
     mut client: Box<dyn Client>,
     connector: &dyn Connector,
     shared: &Shared,
-    quota: Option<u64>,
 ) -> WorkerReport {
+    let index = setup.index;
     let mut rng = Rng::from_time(index as u64 + 1);
     let mut report = WorkerReport {
         latency_us: new_histogram(),
@@ -87,24 +159,72 @@ pub fn run_worker(
         events: 0,
         errors: BTreeMap::new(),
         fatal: None,
+        open: setup.schedule.as_ref().map(|_| OpenLoopReport {
+            service_us: new_histogram(),
+            lag_us: new_histogram(),
+            skipped: 0,
+            lag_quarters: [(0.0, 0); 2],
+        }),
     };
+    let mut schedule = setup.schedule;
     let mut all_events = 0u64;
     let counter = &shared.events[index].0;
-    loop {
-        let phase = shared.phase.load(Ordering::Relaxed);
+    'events: loop {
+        let mut phase = shared.phase.load(Ordering::Relaxed);
         if phase == PHASE_STOP {
             break;
         }
+        let mut intended = None;
+        if let Some(s) = schedule.as_mut() {
+            let at = setup.t0 + Duration::from_nanos(s.next_start());
+            // Wait without spinning, looking at the phase now and then.
+            loop {
+                let now = Instant::now();
+                if now >= at {
+                    break;
+                }
+                std::thread::sleep((at - now).min(NAP));
+                phase = shared.phase.load(Ordering::Relaxed);
+                if phase == PHASE_STOP {
+                    break 'events;
+                }
+            }
+            intended = Some(at);
+        }
         let start = Instant::now();
-        let outcome = client.event(&mut rng);
         let measuring = phase == PHASE_MEASURE;
+        if let (Some(at), Some(open)) = (intended, report.open.as_mut()) {
+            let lag = start.duration_since(at);
+            shared.lag_us[index]
+                .0
+                .store(lag.as_micros() as u64, Ordering::Relaxed);
+            if setup.skip_late.is_some_and(|limit| lag > limit) {
+                if measuring {
+                    open.skipped += 1;
+                }
+                continue;
+            }
+        }
+        let outcome = client.event(&mut rng);
         match outcome {
             Ok(n) => {
                 if measuring {
-                    let us = start.elapsed().as_micros() as u64;
+                    let done = Instant::now();
+                    let from = intended.unwrap_or(start);
+                    let us = done.duration_since(from).as_micros() as u64;
                     report.latency_us.saturating_record(us.max(1));
                     report.queries += n as u64;
                     report.events += 1;
+                    if let (Some(at), Some(open)) = (intended, report.open.as_mut()) {
+                        let service = done.duration_since(start).as_micros() as u64;
+                        open.service_us.saturating_record(service.max(1));
+                        let lag = start.duration_since(at).as_micros() as u64;
+                        open.lag_us.saturating_record(lag.max(1));
+                        if let Some(q) = shared.quarter(at.duration_since(setup.t0)) {
+                            open.lag_quarters[q].0 += lag as f64;
+                            open.lag_quarters[q].1 += 1;
+                        }
+                    }
                 }
             }
             Err(e) => {
@@ -124,7 +244,7 @@ pub fn run_worker(
         }
         all_events += 1;
         counter.store(all_events, Ordering::Relaxed);
-        if quota.is_some_and(|q| report.queries >= q) {
+        if setup.quota.is_some_and(|q| report.queries >= q) {
             break;
         }
     }

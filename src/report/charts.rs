@@ -55,6 +55,9 @@ fn series_of(
 
 /// Every chart of the report.
 pub fn all(r: &Results) -> Vec<Chart> {
+    if r.rate.is_some() {
+        return super::rate::charts(r);
+    }
     let ticks: Vec<String> = thread_counts(r).iter().map(|t| t.to_string()).collect();
     let axes = |title, y_label, zero_line| Axes {
         title,

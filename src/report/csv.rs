@@ -3,7 +3,7 @@
 use crate::results::Results;
 
 /// The header, in order.
-pub const COLUMNS: [&str; 17] = [
+pub const COLUMNS: [&str; 27] = [
     "experiment",
     "variant",
     "threads",
@@ -21,6 +21,16 @@ pub const COLUMNS: [&str; 17] = [
     "server_cpu_us_per_query",
     "log_bytes_per_query",
     "started_at",
+    "block",
+    "rate_level",
+    "rate_asked",
+    "rate_achieved",
+    "saturated",
+    "service_p50_ms",
+    "service_p99_ms",
+    "schedule_lag_p50_ms",
+    "schedule_lag_p99_ms",
+    "schedule_lag_max_ms",
 ];
 
 fn field(s: &str) -> String {
@@ -58,6 +68,19 @@ pub fn render(r: &Results) -> String {
                 opt(t.server_cpu_us_per_query),
                 opt(t.log_bytes_per_query),
                 field(&r.started_at),
+                t.block.to_string(),
+                field(c.rate.as_ref().map(|x| x.level.as_str()).unwrap_or("")),
+                opt(t.rate.as_ref().map(|x| x.asked)),
+                opt(t.rate.as_ref().map(|x| x.achieved)),
+                t.rate
+                    .as_ref()
+                    .map(|x| x.saturated.to_string())
+                    .unwrap_or_default(),
+                opt(t.service_latency_ms.as_ref().map(|x| x.p50)),
+                opt(t.service_latency_ms.as_ref().map(|x| x.p99)),
+                opt(t.schedule_lag_ms.as_ref().map(|x| x.p50)),
+                opt(t.schedule_lag_ms.as_ref().map(|x| x.p99)),
+                opt(t.schedule_lag_ms.as_ref().map(|x| x.max)),
             ];
             out += &row.join(",");
             out.push('\n');

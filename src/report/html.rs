@@ -60,8 +60,16 @@ pub fn render(r: &Results) -> String {
             let _ = writeln!(s, "<p class=\"warn\">{}</p>", esc(w));
         }
     }
-    s += "<h2>Results</h2>\n<p>Overhead = 100 × (1 − qps<sub>variant</sub> / qps<sub>baseline</sub>) from block-paired ratios, with a 95% confidence interval; \"within noise\" when the interval spans 0.</p>\n";
-    for t in charts::thread_counts(r) {
+    if r.rate.is_some() {
+        s += "<h2>Results</h2>\n<p>At a fixed rate: added latency (from each event's intended start) and server CPU against the baseline at the same threads and rate, per block, with 95% confidence intervals; \"noise\" (grey) when an interval spans 0.</p>\n";
+        s += &super::rate::html_tables(r, esc);
+    } else {
+        s += "<h2>Results</h2>\n<p>Overhead = 100 × (1 − qps<sub>variant</sub> / qps<sub>baseline</sub>) from block-paired ratios, with a 95% confidence interval; \"within noise\" when the interval spans 0.</p>\n";
+    }
+    for t in charts::thread_counts(r)
+        .into_iter()
+        .filter(|_| r.rate.is_none())
+    {
         let _ = writeln!(
             s,
             "<h3>{t} client thread{}</h3>\n<table><tr><th>variant</th><th>qps (median)</th><th>blocks</th><th>overhead [95% CI]</th><th>p95 ms</th><th>server CPU µs/query</th><th>Δ server CPU µs/query [95% CI]</th><th>log bytes/query</th></tr>",

@@ -15,6 +15,7 @@ pub struct Interval {
     pub hi: f64,
     unit: &'static str,
     signed: bool,
+    decimals: usize,
     /// Printed after the interval when it spans 0 (None: the interval excludes 0, or the
     /// caller words the noise itself).
     noise: Option<&'static str>,
@@ -32,6 +33,7 @@ impl Interval {
             hi: o.ci95_pct[1],
             unit: "%",
             signed: true,
+            decimals: 1,
             noise: match (o.significant, spans_zero) {
                 (true, _) => None,
                 (false, true) => Some(" within noise"),
@@ -48,8 +50,20 @@ impl Interval {
             hi: e.ci95[1],
             unit: "",
             signed: true,
+            decimals: 1,
             noise: None,
         }
+    }
+
+    /// With this many decimals (latency deltas in ms need three).
+    pub fn decimals(mut self, n: usize) -> Interval {
+        self.decimals = n;
+        self
+    }
+
+    /// Whether the interval spans 0.
+    pub fn spans_zero(&self) -> bool {
+        self.lo <= 0.0 && self.hi >= 0.0
     }
 
     /// Without "+" signs, for sentences: "12.3% [4.1, 20.0]".
@@ -75,11 +89,11 @@ impl Interval {
 
 impl fmt::Display for Interval {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let (v, lo, hi, u) = (self.value, self.lo, self.hi, self.unit);
+        let (v, lo, hi, u, d) = (self.value, self.lo, self.hi, self.unit, self.decimals);
         if self.signed {
-            write!(f, "{v:+.1}{u} [{lo:+.1}, {hi:+.1}]")?;
+            write!(f, "{v:+.d$}{u} [{lo:+.d$}, {hi:+.d$}]")?;
         } else {
-            write!(f, "{v:.1}{u} [{lo:.1}, {hi:.1}]")?;
+            write!(f, "{v:.d$}{u} [{lo:.d$}, {hi:.d$}]")?;
         }
         f.write_str(self.noise.unwrap_or(""))
     }
@@ -115,5 +129,9 @@ mod tests {
             ci95: [0.5, 2.0],
         };
         assert_eq!(Interval::estimate(&e).to_string(), "+1.2 [+0.5, +2.0]");
+        assert_eq!(
+            Interval::estimate(&e).decimals(3).to_string(),
+            "+1.250 [+0.500, +2.000]"
+        );
     }
 }

@@ -6,6 +6,7 @@ pub mod compare;
 pub mod csv;
 pub mod html;
 pub mod interval;
+pub mod rate;
 pub mod svg;
 pub mod table;
 pub mod words;

@@ -42,7 +42,10 @@ pub fn render(r: &Results) -> String {
     if let Some(n) = r.queries_per_trial {
         s += &format!("\nEach trial ran {n} statements; 'time s' is its total time (median).\n");
     }
-    for t in threads {
+    if r.rate.is_some() {
+        s += &super::rate::table(r, width);
+    }
+    for t in threads.into_iter().filter(|_| r.rate.is_none()) {
         s += &format!("\nthreads {t}\n");
         s += &format!(
             "  {:<width$} {:>10} {:>6}  {:<46} {:>8} {:>13} {:>9}{}\n",

@@ -20,7 +20,8 @@ pub fn phrase(variant: &str, feature: Option<&str>) -> String {
     }
 }
 
-fn plural(t: u32) -> &'static str {
+/// "thread" or "threads".
+pub fn plural(t: u32) -> &'static str {
     if t == 1 { "thread" } else { "threads" }
 }
 
@@ -29,6 +30,9 @@ fn plural(t: u32) -> &'static str {
 /// claimed only when Holm's adjusted test says so; when the robust estimate tells another
 /// story than the mean (outlier blocks), the sentence uses the robust one and says why.
 pub fn headlines(r: &Results) -> Vec<String> {
+    if r.rate.is_some() {
+        return super::rate::headlines(r);
+    }
     r.variants
         .iter()
         .skip(1)
@@ -136,6 +140,9 @@ pub fn headlines(r: &Results) -> Vec<String> {
 
 /// How `significant` was decided, for the reader of a table or a report.
 pub fn multiplicity(r: &Results) -> Option<String> {
+    if r.rate.is_some() {
+        return super::rate::method(r);
+    }
     (r.intervals > 1).then(|| {
         format!(
             "\"Within noise\": the 95% interval spans 0, or Holm's adjustment over the {} \
@@ -145,7 +152,8 @@ pub fn multiplicity(r: &Results) -> Option<String> {
         )
     })
 }
-fn capitalize(s: &str) -> String {
+/// The first letter in upper case.
+pub fn capitalize(s: &str) -> String {
     let mut c = s.chars();
     match c.next() {
         Some(f) => f.to_uppercase().collect::<String>() + c.as_str(),

@@ -6,7 +6,7 @@ use super::carryover::CarryOver;
 use super::carryover::{self, Pair};
 use super::holm::holm;
 use super::overhead::{median, overhead_of_corrected, paired_difference, pct};
-use crate::results::{Cell, Estimate, FactorEffect, Overhead, Trial};
+use crate::results::{Cell, CellRate, Estimate, FactorEffect, LatencyDelta, Overhead, Trial};
 
 /// A cell's identity and its trials in block order (block k of every variant is element k).
 #[derive(Debug, Clone)]
@@ -19,6 +19,10 @@ pub struct CellTrials {
     pub variant_index: usize,
     /// Client threads.
     pub threads: u32,
+    /// The load point (the runner's key): cells of one point are compared with each other.
+    pub point: usize,
+    /// Rate mode: the level's label and the events per second asked.
+    pub rate: Option<(String, f64)>,
     /// Trials, one per completed block.
     pub trials: Vec<Trial>,
     /// Multi-factor: (factor, variant index differing only in that factor).
@@ -78,18 +82,21 @@ pub fn summarize(cells: &[CellTrials]) -> Summary {
         .find(|c| c.variant_index == 0)
         .map(|c| c.variant.clone())
         .unwrap_or_default();
-    let at = |variant: usize, threads: u32| {
+    let at = |variant: usize, point: usize| {
         cells
             .iter()
-            .find(|b| b.variant_index == variant && b.threads == threads)
+            .find(|b| b.variant_index == variant && b.point == point)
     };
     let base_of = |c: &CellTrials| {
         (c.baseline != c.variant_index)
-            .then(|| at(c.baseline, c.threads))
+            .then(|| at(c.baseline, c.point))
             .flatten()
     };
+    // At a fixed rate throughput is what was asked: rate cells have no throughput overhead
+    // (their cost is latency and CPU) and tell nothing about a carry-over.
     let main_pairs: Vec<Vec<Pair>> = cells
         .iter()
+        .filter(|c| c.rate.is_none())
         .filter_map(|c| Some(pairs(&base_of(c)?.trials, &c.trials, &first)))
         .collect();
     let carry = carryover::estimate(&main_pairs);
@@ -97,13 +104,16 @@ pub fn summarize(cells: &[CellTrials]) -> Summary {
         .iter()
         .map(|c| {
             let base = base_of(c);
+            let closed = c.rate.is_none();
             let overhead = base
+                .filter(|_| closed)
                 .and_then(|b| corrected(&pairs(&b.trials, &c.trials, &first), carry, &c.trials));
             let effects = c
                 .effects
                 .iter()
+                .filter(|_| closed)
                 .filter_map(|(factor, other)| {
-                    let b = at(*other, c.threads)?;
+                    let b = at(*other, c.point)?;
                     Some(FactorEffect {
                         factor: factor.clone(),
                         against: b.variant.clone(),
@@ -111,12 +121,13 @@ pub fn summarize(cells: &[CellTrials]) -> Summary {
                     })
                 })
                 .collect();
-            let cpu = |ts: &[Trial]| -> Option<Vec<f64>> {
-                ts.iter().map(|t| t.server_cpu_us_per_query).collect()
-            };
-            let server_cpu_delta_us = base.and_then(|b| {
-                let n = b.trials.len().min(c.trials.len());
-                paired_difference(&cpu(&b.trials[..n])?, &cpu(&c.trials[..n])?)
+            let server_cpu_delta_us =
+                base.and_then(|b| by_block(&b.trials, &c.trials, |t| t.server_cpu_us_per_query));
+            let latency_delta_ms = base.filter(|_| !closed).and_then(|b| {
+                Some(LatencyDelta {
+                    p50: by_block(&b.trials, &c.trials, |t| Some(t.latency_ms.p50))?,
+                    p99: by_block(&b.trials, &c.trials, |t| Some(t.latency_ms.p99))?,
+                })
             });
             let opt_median = |f: fn(&Trial) -> Option<f64>| -> Option<f64> {
                 let v: Option<Vec<f64>> = c.trials.iter().map(f).collect();
@@ -137,6 +148,11 @@ pub fn summarize(cells: &[CellTrials]) -> Summary {
                 overhead,
                 server_cpu_delta_us,
                 effects,
+                rate: c
+                    .rate
+                    .as_ref()
+                    .map(|(level, asked)| cell_rate(level, *asked, &c.trials)),
+                latency_delta_ms,
             }
         })
         .collect();
@@ -149,6 +165,46 @@ pub fn summarize(cells: &[CellTrials]) -> Summary {
             ci95: [pct(c.gamma + c.half), pct(c.gamma - c.half)],
         }),
         intervals,
+    }
+}
+
+/// The variant minus its baseline in each block both ran, with a t interval over those
+/// blocks. None when a trial lacks the value or fewer than two blocks pair up.
+fn by_block(
+    baseline: &[Trial],
+    variant: &[Trial],
+    f: impl Fn(&Trial) -> Option<f64>,
+) -> Option<Estimate> {
+    let mut b = vec![];
+    let mut v = vec![];
+    for t in variant {
+        if let Some(base) = baseline.iter().find(|x| x.block == t.block) {
+            b.push(f(base)?);
+            v.push(f(t)?);
+        }
+    }
+    paired_difference(&b, &v)
+}
+
+/// Rate mode: what a cell's trials achieved against the asked rate.
+fn cell_rate(level: &str, asked: f64, trials: &[Trial]) -> CellRate {
+    let of = |f: &dyn Fn(&Trial) -> Option<f64>| {
+        let v: Option<Vec<f64>> = trials.iter().map(f).collect();
+        v.and_then(|v| median(&v))
+    };
+    let saturated_trials = trials
+        .iter()
+        .filter(|t| t.rate.as_ref().is_some_and(|r| r.saturated))
+        .count() as u32;
+    CellRate {
+        level: level.to_string(),
+        asked,
+        achieved_median: of(&|t| t.rate.as_ref().map(|r| r.achieved)).unwrap_or(0.0),
+        saturated_trials,
+        saturated: !trials.is_empty() && 2 * saturated_trials as usize > trials.len(),
+        p50_ms_median: of(&|t| Some(t.latency_ms.p50)).unwrap_or(0.0),
+        p99_ms_median: of(&|t| Some(t.latency_ms.p99)).unwrap_or(0.0),
+        server_cores_median: of(&|t| Some(t.server_cpu_us_per_query? * t.qps / 1e6)),
     }
 }
 

@@ -155,6 +155,8 @@ fn main() {
         restart::the_binary_log_is_switched_by_restarting_a_managed_server,
         run::factors_in_a_file_report_each_factor_within_the_other,
         safety::the_disk_guard_stops_a_run_before_the_log_passes_its_limit,
+        bench::a_rate_is_held_and_latency_counts_from_the_intended_start,
+        run::a_run_at_half_of_capacity_reports_added_latency_and_restores,
         ],
         || {
             let port = common::free_port();

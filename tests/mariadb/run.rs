@@ -306,3 +306,74 @@ pub(crate) fn compare_target_refuses_the_same_server_twice(ctx: &Ctx) {
         text(&o)
     );
 }
+
+pub(crate) fn a_run_at_half_of_capacity_reports_added_latency_and_restores(ctx: &Ctx) {
+    let out = ctx.out_dir("rate");
+    let o = ctx.run(&[
+        "run",
+        "--target",
+        &ctx.url("t_rate_run"),
+        "--feature",
+        "slow-log",
+        "--rate",
+        "50%",
+        "--threads",
+        "2",
+        "--repeats",
+        "3",
+        "--trial",
+        "1s",
+        "--warmup",
+        "0.2s",
+        "--table-size",
+        "2000",
+        "--no-warmup-round",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    ok(&o);
+    let v = validate_results(&out.join("results.json"));
+    let rate = &v["rate"];
+    assert_eq!(rate["levels"], serde_json::json!(["50%"]), "{rate}");
+    assert_eq!(rate["arrival"], "poisson");
+    let capacity = rate["calibration"][0]["capacity_tps"].as_f64().unwrap();
+    assert_eq!(rate["calibration"][0]["threads"], 2);
+    assert!(capacity > 0.0);
+    for variant in ["off", "slow-log"] {
+        let c = cell(&v, variant, 2);
+        let asked = c["rate"]["asked"].as_f64().unwrap();
+        assert!(
+            (asked / (capacity / 2.0) - 1.0).abs() < 1e-6,
+            "asked is half of the calibrated capacity: {asked} of {capacity}"
+        );
+        // At a fixed rate there is no throughput overhead: the cost is latency and CPU.
+        assert!(c["overhead"].is_null(), "{c}");
+        for t in c["trials"].as_array().unwrap() {
+            assert_eq!(t["rate"]["asked"].as_f64().unwrap(), asked);
+            assert!(t["service_latency_ms"]["p50"].as_f64().unwrap() > 0.0);
+            assert!(t["schedule_lag_ms"]["max"].is_number());
+        }
+    }
+    let slow = cell(&v, "slow-log", 2);
+    for p in ["p50", "p99"] {
+        let d = &slow["latency_delta_ms"][p];
+        let (lo, hi) = (
+            d["ci95"][0].as_f64().unwrap(),
+            d["ci95"][1].as_f64().unwrap(),
+        );
+        let value = d["value"].as_f64().unwrap();
+        assert!(lo <= value && value <= hi, "{d}");
+    }
+    assert!(cell(&v, "off", 2)["latency_delta_ms"].is_null());
+    assert!(slow["log_bytes_per_query_median"].as_f64().unwrap() > 20.0);
+    // The answer says what the slow log adds, at what load, in words and in the files.
+    let stdout = text(&o);
+    assert!(stdout.contains("at 50% of capacity"), "{stdout}");
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.contains("chart-added_latency_p99"), "rate charts");
+    assert!(html.contains("chart-server_utilisation"));
+    let csv = std::fs::read_to_string(out.join("results.csv")).unwrap();
+    assert!(csv.lines().next().unwrap().contains("schedule_lag_p99_ms"));
+    assert_eq!(ctx.var("slow_query_log"), "0");
+    assert_eq!(ctx.journals(), 0);
+}

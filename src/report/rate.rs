@@ -1,0 +1,433 @@
+//! Rate mode's answer: what a feature adds to latency and server CPU at a fixed load, and
+//! whether it can sustain that load at all. Sections are load points (threads × rate level);
+//! the table, the words, the HTML and the charts all read them from here.
+
+use super::charts::Chart;
+use super::interval::Interval;
+use super::svg::{Axes, Series, bar_chart, line_chart};
+use super::words::{capitalize, phrase, plural};
+use crate::results::{Cell, Estimate, Results};
+use std::fmt::Write;
+
+/// One load point: a thread count and a rate level, in the order they were planned.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Point {
+    /// Client threads.
+    pub threads: u32,
+    /// The level as asked ("50%", "2000/s").
+    pub level: String,
+}
+
+impl Point {
+    /// "50% at 8 threads" for a chart's axis.
+    pub fn tick(&self, several_threads: bool) -> String {
+        if several_threads {
+            format!("{} · {}t", self.level, self.threads)
+        } else {
+            self.level.clone()
+        }
+    }
+}
+
+/// Every load point of a rate-mode run, by threads then by the order of the levels.
+pub fn points(r: &Results) -> Vec<Point> {
+    let levels = r
+        .rate
+        .as_ref()
+        .map(|x| x.levels.clone())
+        .unwrap_or_default();
+    let mut threads: Vec<u32> = r.cells.iter().map(|c| c.threads).collect();
+    threads.sort_unstable();
+    threads.dedup();
+    threads
+        .iter()
+        .flat_map(|&t| {
+            levels.iter().map(move |l| Point {
+                threads: t,
+                level: l.clone(),
+            })
+        })
+        .filter(|p| r.cells.iter().any(|c| at(c, p)))
+        .collect()
+}
+
+fn at(c: &Cell, p: &Point) -> bool {
+    c.threads == p.threads && c.rate.as_ref().is_some_and(|r| r.level == p.level)
+}
+
+fn cell<'a>(r: &'a Results, variant: &str, p: &Point) -> Option<&'a Cell> {
+    r.cells.iter().find(|c| c.variant == variant && at(c, p))
+}
+
+/// "+0.021 ms [+0.010, +0.032]".
+fn ms(e: &Estimate) -> String {
+    format!("{} ms", Interval::estimate(e).decimals(3))
+}
+
+/// The rate a level comes to, in words: "50% of capacity (2345 events/s)".
+fn load_words(c: &Cell) -> String {
+    let Some(rate) = &c.rate else {
+        return String::new();
+    };
+    if rate.level.ends_with('%') {
+        format!("{} of capacity ({:.0} events/s)", rate.level, rate.asked)
+    } else {
+        format!("{:.0} events/s", rate.asked)
+    }
+}
+
+/// One sentence per variant and rate level, at the headline thread count.
+pub fn headlines(r: &Results) -> Vec<String> {
+    let mut out = vec![];
+    let pts: Vec<Point> = points(r)
+        .into_iter()
+        .filter(|p| p.threads == r.headline_threads)
+        .collect();
+    for v in r.variants.iter().skip(1) {
+        let who = phrase(&v.name, v.feature.as_deref());
+        for p in &pts {
+            let (Some(c), Some(base)) = (cell(r, &v.name, p), cell(r, &v.baseline, p)) else {
+                continue;
+            };
+            let (Some(rate), Some(base_rate)) = (&c.rate, &base.rate) else {
+                continue;
+            };
+            let at = format!(
+                "at {} and {} {}",
+                load_words(c),
+                p.threads,
+                plural(p.threads)
+            );
+            let s = if base_rate.saturated {
+                format!(
+                    "{at} the server does not keep up even without {who} (the baseline \
+                     achieved {:.0} of {:.0} events/s): this load is past its capacity, so \
+                     added latency means nothing here",
+                    base_rate.achieved_median, base_rate.asked
+                )
+            } else if rate.saturated {
+                format!(
+                    "{who} cannot sustain this load {at}: it achieved {:.0} events/s \
+                     ({} of {} trials fell behind), the baseline {:.0}",
+                    rate.achieved_median,
+                    rate.saturated_trials,
+                    c.trials.len(),
+                    base_rate.achieved_median
+                )
+            } else {
+                let mut parts = vec![];
+                if let Some(d) = &c.latency_delta_ms {
+                    for (name, e) in [("p50", &d.p50), ("p99", &d.p99)] {
+                        let i = Interval::estimate(e);
+                        parts.push(if i.spans_zero() {
+                            format!("nothing measurable to {name} ({}, within noise)", ms(e))
+                        } else if e.value >= 0.0 {
+                            format!("{} to {name}", ms(e))
+                        } else {
+                            format!("{} to {name} (faster)", ms(e))
+                        });
+                    }
+                }
+                if let Some(d) = &c.server_cpu_delta_us {
+                    let i = Interval::estimate(d);
+                    parts.push(if i.spans_zero() {
+                        format!("server CPU within noise ({i} µs per query)")
+                    } else {
+                        format!("{i} µs of server CPU per query")
+                    });
+                }
+                format!("{who} adds {} {at}", join_and(&parts))
+            };
+            let mut s = capitalize(&s);
+            if let Some(b) = c.log_bytes_per_query_median.filter(|b| *b >= 0.5) {
+                s += &format!("; {b:.0} bytes of log per query");
+            }
+            s.push('.');
+            out.push(s);
+        }
+    }
+    out
+}
+
+fn join_and(parts: &[String]) -> String {
+    match parts {
+        [] => "nothing it could measure".into(),
+        [one] => one.clone(),
+        [init @ .., last] => format!("{} and {last}", init.join(", ")),
+    }
+}
+
+/// How the rate-mode intervals were made, for the reader.
+pub fn method(r: &Results) -> Option<String> {
+    let rr = r.rate.as_ref()?;
+    let mut s = format!(
+        "Open loop: {} arrivals at each rate; latency is measured from each event's intended \
+         start (queueing included), so a feature that slows answers shows in it even when \
+         throughput holds. Added latency is the difference of the two variants' percentiles \
+         within each block, with a 95% t interval over blocks (per interval, not adjusted for \
+         multiplicity). A variant is saturated at a rate when most of its trials achieved \
+         under 95% of it or fell further behind through the trial.",
+        rr.arrival
+    );
+    if !rr.calibration.is_empty() {
+        let caps: Vec<String> = rr
+            .calibration
+            .iter()
+            .map(|c| {
+                format!(
+                    "{:.0} events/s at {} {}",
+                    c.capacity_tps,
+                    c.threads,
+                    plural(c.threads)
+                )
+            })
+            .collect();
+        let _ = write!(
+            s,
+            " Capacity, measured first in closed loop with the baseline: {}.",
+            caps.join(", ")
+        );
+    }
+    Some(s)
+}
+
+fn delta_text(e: Option<&Estimate>) -> String {
+    e.map(|e| Interval::estimate(e).decimals(3).to_string())
+        .unwrap_or_else(|| "-".into())
+}
+
+fn saturation(c: &Cell) -> &'static str {
+    match &c.rate {
+        Some(r) if r.saturated => "SATURATED",
+        Some(r) if r.saturated_trials > 0 => "some trials behind",
+        _ => "",
+    }
+}
+
+/// The terminal table's sections: one per load point.
+pub fn table(r: &Results, width: usize) -> String {
+    let mut s = String::new();
+    for p in points(r) {
+        let Some(first) = r.cells.iter().find(|c| at(c, &p)) else {
+            continue;
+        };
+        let _ = writeln!(
+            s,
+            "\nthreads {}, rate {} ({:.0} events/s asked)",
+            p.threads,
+            p.level,
+            first.rate.as_ref().map(|x| x.asked).unwrap_or(0.0)
+        );
+        let _ = writeln!(
+            s,
+            "  {:<width$} {:>10} {:>6} {:>9} {:>9}  {:<28} {:<28} {:<24} {:>8}",
+            "variant",
+            "achieved/s",
+            "blocks",
+            "p50 ms",
+            "p99 ms",
+            "added p50 ms [95% CI]",
+            "added p99 ms [95% CI]",
+            "Δ server µs/q [95% CI]",
+            "log B/q",
+        );
+        for c in r.cells.iter().filter(|c| at(c, &p)) {
+            let rate = c.rate.clone().unwrap_or_default();
+            let d = c.latency_delta_ms.as_ref();
+            let _ = writeln!(
+                s,
+                "  {:<width$} {:>10.0} {:>6} {:>9.3} {:>9.3}  {:<28} {:<28} {:<24} {:>8}  {}",
+                c.variant,
+                rate.achieved_median,
+                c.trials.len(),
+                rate.p50_ms_median,
+                rate.p99_ms_median,
+                if is_baseline(r, c) {
+                    "baseline".into()
+                } else {
+                    delta_text(d.map(|d| &d.p50))
+                },
+                delta_text(d.map(|d| &d.p99)),
+                c.server_cpu_delta_us
+                    .as_ref()
+                    .map(|e| Interval::estimate(e).to_string())
+                    .unwrap_or_else(|| "-".into()),
+                c.log_bytes_per_query_median
+                    .map(|b| format!("{b:.0}"))
+                    .unwrap_or_else(|| "-".into()),
+                saturation(c)
+            );
+        }
+    }
+    s
+}
+
+fn is_baseline(r: &Results, c: &Cell) -> bool {
+    r.variants
+        .iter()
+        .any(|v| v.name == c.variant && v.baseline == v.name)
+}
+
+/// The HTML tables: one per load point.
+pub fn html_tables(r: &Results, esc: impl Fn(&str) -> String) -> String {
+    let mut s = String::new();
+    for p in points(r) {
+        let asked = r
+            .cells
+            .iter()
+            .find(|c| at(c, &p))
+            .and_then(|c| c.rate.as_ref())
+            .map(|x| x.asked)
+            .unwrap_or(0.0);
+        let _ = writeln!(
+            s,
+            "<h3>{} client thread{}, rate {} ({asked:.0} events/s)</h3>\n<table><tr><th>variant</th><th>achieved events/s</th><th>blocks</th><th>p50 ms</th><th>p99 ms</th><th>added p50 ms [95% CI]</th><th>added p99 ms [95% CI]</th><th>Δ server CPU µs/query [95% CI]</th><th>server CPU, cores</th><th>log bytes/query</th><th></th></tr>",
+            p.threads,
+            if p.threads == 1 { "" } else { "s" },
+            esc(&p.level)
+        );
+        for c in r.cells.iter().filter(|c| at(c, &p)) {
+            let rate = c.rate.clone().unwrap_or_default();
+            let d = c.latency_delta_ms.as_ref();
+            let class = |e: Option<&Estimate>| match e {
+                Some(e) if Interval::estimate(e).spans_zero() => "noise",
+                Some(_) => "sig",
+                None => "",
+            };
+            let _ = writeln!(
+                s,
+                "<tr><td>{}</td><td>{:.0}</td><td>{}</td><td>{:.3}</td><td>{:.3}</td><td class=\"{}\">{}</td><td class=\"{}\">{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"warn\">{}</td></tr>",
+                esc(&c.variant),
+                rate.achieved_median,
+                c.trials.len(),
+                rate.p50_ms_median,
+                rate.p99_ms_median,
+                class(d.map(|d| &d.p50)),
+                delta_text(d.map(|d| &d.p50)),
+                class(d.map(|d| &d.p99)),
+                delta_text(d.map(|d| &d.p99)),
+                c.server_cpu_delta_us
+                    .as_ref()
+                    .map(|e| Interval::estimate(e).to_string())
+                    .unwrap_or_else(|| "–".into()),
+                rate.server_cores_median
+                    .map(|x| format!("{x:.2}"))
+                    .unwrap_or_else(|| "–".into()),
+                c.log_bytes_per_query_median
+                    .map(|b| format!("{b:.0}"))
+                    .unwrap_or_else(|| "–".into()),
+                saturation(c)
+            );
+        }
+        s += "</table>\n";
+    }
+    s
+}
+
+/// The charts of a rate-mode run, each against load (the points, in order).
+pub fn charts(r: &Results) -> Vec<Chart> {
+    let pts = points(r);
+    let several = pts.iter().any(|p| p.threads != pts[0].threads);
+    let ticks: Vec<String> = pts.iter().map(|p| p.tick(several)).collect();
+    let x_label = if several {
+        "rate · client threads"
+    } else {
+        "rate (share of capacity, or events/s)"
+    };
+    let axes = |title, y_label, zero_line| Axes {
+        title,
+        x_label,
+        y_label,
+        x_ticks: &ticks,
+        zero_line,
+    };
+    let series = |skip_baseline: bool,
+                  value: &dyn Fn(&Cell) -> Option<f64>,
+                  ci: &dyn Fn(&Cell) -> Option<(f64, f64)>| {
+        r.variants
+            .iter()
+            .enumerate()
+            .skip(usize::from(skip_baseline))
+            .map(|(i, v)| Series {
+                name: v.name.clone(),
+                values: pts
+                    .iter()
+                    .map(|p| cell(r, &v.name, p).and_then(value))
+                    .collect(),
+                ci: pts
+                    .iter()
+                    .map(|p| cell(r, &v.name, p).and_then(ci))
+                    .collect(),
+                color: i,
+            })
+            .collect::<Vec<_>>()
+    };
+    let none = |_: &Cell| None;
+    let delta = |f: fn(&crate::results::LatencyDelta) -> &Estimate| {
+        move |c: &Cell| c.latency_delta_ms.as_ref().map(|d| f(d).value)
+    };
+    let delta_ci = |f: fn(&crate::results::LatencyDelta) -> &Estimate| {
+        move |c: &Cell| {
+            c.latency_delta_ms
+                .as_ref()
+                .map(|d| (f(d).ci95[0], f(d).ci95[1]))
+        }
+    };
+    vec![
+        Chart {
+            name: "added_latency_p50",
+            svg: line_chart(
+                &axes(
+                    "Added p50 latency against load, with 95% CI",
+                    "added p50 latency, ms",
+                    true,
+                ),
+                &series(true, &delta(|d| &d.p50), &delta_ci(|d| &d.p50)),
+            ),
+        },
+        Chart {
+            name: "added_latency_p99",
+            svg: line_chart(
+                &axes(
+                    "Added p99 latency against load, with 95% CI",
+                    "added p99 latency, ms",
+                    true,
+                ),
+                &series(true, &delta(|d| &d.p99), &delta_ci(|d| &d.p99)),
+            ),
+        },
+        Chart {
+            name: "latency_p99",
+            svg: line_chart(
+                &axes(
+                    "p99 latency from the intended start",
+                    "p99 latency, ms (median of trials)",
+                    false,
+                ),
+                &series(false, &|c| c.rate.as_ref().map(|x| x.p99_ms_median), &none),
+            ),
+        },
+        Chart {
+            name: "server_utilisation",
+            svg: line_chart(
+                &axes(
+                    "Server CPU utilisation against load",
+                    "server CPU, cores (median of trials)",
+                    false,
+                ),
+                &series(
+                    false,
+                    &|c| c.rate.as_ref().and_then(|x| x.server_cores_median),
+                    &none,
+                ),
+            ),
+        },
+        Chart {
+            name: "log_bytes",
+            svg: bar_chart(
+                &axes("Log written per query", "log, bytes per query", false),
+                &series(false, &|c| c.log_bytes_per_query_median, &none),
+            ),
+        },
+    ]
+}
