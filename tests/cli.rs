@@ -234,3 +234,67 @@ fn fsync_probe_reports_every_method_with_the_preallocated_case() {
     );
     fails_with_usage(&["fsync", "--dir", "/nonexistent-dir"], "not a directory");
 }
+
+#[test]
+fn bad_rates_are_usage_errors_before_any_server() {
+    // A target that does not exist: these must fail on the input, before connecting.
+    let t = "mysql://root@localhost/?socket=/nonexistent/dbtax.sock";
+    fails_with_usage(
+        &["run", "-t", t, "-f", "slow-log", "--rate", "0%"],
+        "bad rate '0%'",
+    );
+    fails_with_usage(
+        &["run", "-t", t, "-f", "slow-log", "--rate", "fast"],
+        "bad rate 'fast'",
+    );
+    fails_with_usage(
+        &["run", "-t", t, "-f", "slow-log", "--arrival", "uniform"],
+        "go with --rate",
+    );
+    fails_with_usage(
+        &[
+            "run",
+            "-t",
+            t,
+            "-f",
+            "slow-log",
+            "--rate",
+            "50%",
+            "--arrival",
+            "bursty",
+        ],
+        "unknown arrival process 'bursty'",
+    );
+    fails_with_usage(
+        &[
+            "run",
+            "-t",
+            t,
+            "-f",
+            "slow-log",
+            "--rate",
+            "50%",
+            "--precision",
+            "3",
+        ],
+        "give --repeats N with --rate",
+    );
+    fails_with_usage(
+        &["bench", "-t", t, "--rate", "10%,20%"],
+        "bench runs one rate",
+    );
+    let f = write(
+        "rate.toml",
+        "threads = [2]\nrate = [\"25%\", 2000]\narrival = \"uniform\"\nskip_late = \"50ms\"\n\
+         [[variant]]\nname = \"off\"\n[[variant]]\nname = \"slow-log\"\nfeature = \"slow-log\"\n",
+    );
+    // The file parses (the error is the missing server, not the file).
+    let out = dbtax()
+        .args(["run", f.to_str().unwrap(), "-t", t])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("rate"), "{stderr}");
+    let bad = write("badrate.toml", "rate = \"lots\"\n");
+    fails_with_usage(&["run", bad.to_str().unwrap(), "-t", t], "bad rate 'lots'");
+}

@@ -265,6 +265,27 @@ set = { innodb_flush_log_at_trx_commit = "2" }
 "#;
 
     #[test]
+    fn a_rate_or_a_list_of_rates_makes_an_open_loop_experiment() {
+        let text = "rate = [\"25%\", 2000]\narrival = \"uniform\"\nskip_late = \"50ms\"\n\
+                    [[variant]]\nname = \"off\"\n[[variant]]\nname = \"on\"\nset = { a = 1 }\n";
+        let e = from_toml(text, "x").unwrap();
+        let o = e.open_loop.clone().unwrap();
+        assert_eq!(
+            o.levels,
+            vec![RateLevel::Capacity(0.25), RateLevel::PerSecond(2000.0)]
+        );
+        assert_eq!(o.arrival, crate::load::Arrival::Uniform);
+        assert_eq!(o.skip_late, Some(Duration::from_millis(50)));
+        assert_eq!(e.points().len(), 2 * e.threads.len());
+        let one = from_toml("rate = \"50%\"\n[[variant]]\nname = \"a\"\n", "x").unwrap();
+        assert_eq!(
+            one.open_loop.unwrap().levels,
+            vec![RateLevel::Capacity(0.5)]
+        );
+        assert!(from_toml("arrival = \"uniform\"\n", "x").is_err());
+    }
+
+    #[test]
     fn the_design_example_parses() {
         let e = from_toml(EXAMPLE, "x").unwrap();
         e.validate().unwrap();

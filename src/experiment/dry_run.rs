@@ -1,6 +1,7 @@
 //! `--dry-run`: the Plan as text — blocks, order, estimated time, the exact statements each
 //! variant would run and those that would restore the server. Pure: it reads only the Plan.
 
+use super::live::CALIBRATION;
 use super::plan::Plan;
 use super::spec::{Experiment, StopRule};
 use anyhow::Result;
@@ -8,18 +9,47 @@ use anyhow::Result;
 /// The dry-run text for `exp` planned on the server `label` (`version`).
 pub fn render(exp: &Experiment, label: &str, version: &str, plan: &Plan) -> Result<String> {
     let blocks = exp.planned_blocks() as usize;
-    let round = exp.threads.len() * exp.variants.len();
+    let round = exp.points().len() * exp.variants.len();
     let warmups = if exp.warmup_round { round } else { 0 };
     let trials = exp.planned_trials() + warmups;
-    let secs = super::order::trial_estimate(exp.trial, exp.warmup).as_secs_f64() * trials as f64;
+    let calibrations = match &exp.open_loop {
+        Some(o) if o.needs_calibration() => exp.threads.len(),
+        _ => 0,
+    };
+    let secs = super::order::trial_estimate(exp.trial, exp.warmup).as_secs_f64() * trials as f64
+        + calibrations as f64
+            * super::order::trial_estimate(exp.trial.max(CALIBRATION), exp.warmup).as_secs_f64();
     let mut s = format!("Experiment '{}' on {label} ({version})\n", exp.name);
     s += &format!("  workload   {}\n", serde_json::to_string(&exp.workload)?);
     s += &format!("  threads    {:?}\n", exp.threads);
+    if let Some(o) = &exp.open_loop {
+        let levels: Vec<String> = o.levels.iter().map(|l| l.label()).collect();
+        s += &format!(
+            "  rate       {} (open loop, {} arrivals; latency from each event's intended start{})\n",
+            levels.join(", "),
+            o.arrival.name(),
+            o.skip_late
+                .map(|d| format!(
+                    "; events later than {} ms skipped and counted",
+                    d.as_millis()
+                ))
+                .unwrap_or_default()
+        );
+        if calibrations > 0 {
+            s += &format!(
+                "  calibrate  first, the capacity of '{}' in closed loop at each thread count ({} s each, not counted); a share such as 50% is of it\n",
+                exp.variants[0].name,
+                exp.trial.max(CALIBRATION).as_secs_f64()
+            );
+        }
+    }
     s += &format!(
         "  trials     {:.1} s measured after {:.1} s settle; {} → {trials} trials, about {:.0} s\n",
         exp.trial.as_secs_f64(),
         exp.warmup.as_secs_f64(),
         match &exp.stop {
+            StopRule::Repeats(n) if exp.open_loop.is_some() =>
+                format!("{n} blocks per thread count and rate"),
             StopRule::Repeats(n) => format!("{n} blocks per thread count"),
             StopRule::Precision {
                 points,

@@ -90,8 +90,16 @@ impl Ready {
         opts: &RunOptions,
         display: &mut dyn Observer,
     ) -> Result<Ready> {
+        let rates = exp
+            .open_loop
+            .as_ref()
+            .map(|o| {
+                let l: Vec<String> = o.levels.iter().map(|l| l.label()).collect();
+                format!(" × rates {}", l.join(","))
+            })
+            .unwrap_or_default();
         display.status(&format!(
-            "dbtax run '{}' on {} ({}): {} variants × threads {:?}",
+            "dbtax run '{}' on {} ({}): {} variants × threads {:?}{rates}",
             exp.name,
             server.label(),
             server.server_version,

@@ -19,7 +19,7 @@ const PROBE: Duration = Duration::from_millis(300);
 /// How long a restore keeps reconnecting to a server that does not answer.
 const RESTORE_PATIENCE: Duration = Duration::from_secs(30);
 /// Rate mode's calibration measures closed-loop capacity for at least this long.
-const CALIBRATION: Duration = Duration::from_secs(2);
+pub const CALIBRATION: Duration = Duration::from_secs(2);
 /// Settle at least this long after a restart (the buffer pool reloads, caches are cold).
 const SETTLE_AFTER_RESTART: Duration = Duration::from_secs(3);
 
