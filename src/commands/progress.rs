@@ -148,10 +148,7 @@ impl Observer for RunDisplay {
     fn trial_progress(&mut self, p: &TrialProgress) {
         if let Mode::Bar(bar) = &self.mode {
             let phase = if p.measuring { "measuring" } else { "settling" };
-            bar.set_message(format!(
-                "{} | {phase} {:.0} q/s",
-                self.trial, p.events_per_s
-            ));
+            bar.set_message(format!("{} | {phase} {}", self.trial, rate_line(p).trim()));
         }
     }
 
