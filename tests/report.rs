@@ -167,3 +167,54 @@ fn report_and_compare_commands_read_results_alone() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("is not a dbtax results.json"));
 }
+
+#[test]
+fn a_rate_mode_run_reports_added_latency_and_saturation() {
+    // A real run: general log vs off at 50% and 120% of the calibrated capacity.
+    let r = fixture("rate.json");
+    let errors = common::schema_errors(&serde_json::to_value(&r).unwrap());
+    assert!(errors.is_empty(), "{errors:?}");
+    let text = table::render(&r);
+    assert!(text.contains("threads 2, rate 50%"), "{text}");
+    assert!(
+        text.contains("SATURATED"),
+        "120% of capacity is past it: {text}"
+    );
+    let words = dbtax::report::words::headlines(&r);
+    assert_eq!(words.len(), 2, "one sentence per rate level: {words:?}");
+    assert!(words[0].contains("at 50% of capacity"), "{words:?}");
+    assert!(words[0].contains("to p50"), "{words:?}");
+    assert!(words[1].contains("past its capacity"), "{words:?}");
+    let names: Vec<&str> = charts::all(&r).iter().map(|c| c.name).collect();
+    assert_eq!(
+        names,
+        [
+            "added_latency_p50",
+            "added_latency_p99",
+            "latency_p99",
+            "server_utilisation",
+            "log_bytes"
+        ]
+    );
+    let page = html::render(&r);
+    assert!(page.contains("rate 50%") && page.contains("added p99 ms"));
+    let rows = csv::render(&r);
+    let header: Vec<&str> = rows.lines().next().unwrap().split(',').collect();
+    let level = header.iter().position(|c| *c == "rate_level").unwrap();
+    for line in rows.lines().skip(1) {
+        let level_of_row = line.split(',').nth(level).unwrap();
+        assert!(["50%", "120%"].contains(&level_of_row), "{line}");
+    }
+    insta::assert_snapshot!("table_rate", text);
+    // `compare` sets closed-loop throughput side by side: it refuses rate-mode runs.
+    let dir = tempfile::tempdir().unwrap();
+    let fx = fixture_path("rate.json");
+    let out = common::dbtax(&dir.path().join("state"))
+        .arg("compare")
+        .arg(&fx)
+        .arg(&fx)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("rate-mode run"));
+}

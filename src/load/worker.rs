@@ -62,7 +62,7 @@ impl Shared {
             .unwrap_or(0)
     }
 
-    /// Which end of the measured window an intended start falls in: Some(0) for its first
+    /// Which end of the measured window a send falls in: Some(0) for its first
     /// quarter, Some(1) for its last, None otherwise.
     fn quarter(&self, since_t0: Duration) -> Option<usize> {
         let start = self.window_ns.0.load(Ordering::Relaxed);
@@ -115,7 +115,7 @@ pub struct OpenLoopReport {
     /// Events skipped because their send would have been too late.
     pub skipped: u64,
     /// (sum of lags in µs, events) in the first and in the last quarter of the measured
-    /// window, by intended start: a lag that grows means the server cannot keep up.
+    /// window, by actual send: a lag that grows means the server cannot keep up.
     pub lag_quarters: [(f64, u64); 2],
 }
 
@@ -233,7 +233,7 @@ pub fn run_worker(
                         open.service_us.saturating_record(service.max(1));
                         let lag = start.duration_since(at).as_micros() as u64;
                         open.lag_us.saturating_record(lag.max(1));
-                        if let Some(q) = shared.quarter(at.duration_since(setup.t0)) {
+                        if let Some(q) = shared.quarter(start.duration_since(setup.t0)) {
                             open.lag_quarters[q].0 += lag as f64;
                             open.lag_quarters[q].1 += 1;
                         }

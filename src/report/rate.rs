@@ -296,7 +296,7 @@ pub fn html_tables(r: &Results, esc: impl Fn(&str) -> String) -> String {
             };
             let _ = writeln!(
                 s,
-                "<tr><td>{}</td><td>{:.0}</td><td>{}</td><td>{:.3}</td><td>{:.3}</td><td class=\"{}\">{}</td><td class=\"{}\">{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"warn\">{}</td></tr>",
+                "<tr><td>{}</td><td>{:.0}</td><td>{}</td><td>{:.3}</td><td>{:.3}</td><td class=\"{}\">{}</td><td class=\"{}\">{}</td><td>{}</td><td>{}</td><td>{}</td><td{}>{}</td></tr>",
                 esc(&c.variant),
                 rate.achieved_median,
                 c.trials.len(),
@@ -316,6 +316,11 @@ pub fn html_tables(r: &Results, esc: impl Fn(&str) -> String) -> String {
                 c.log_bytes_per_query_median
                     .map(|b| format!("{b:.0}"))
                     .unwrap_or_else(|| "–".into()),
+                if saturation(c).is_empty() {
+                    ""
+                } else {
+                    " class=\"warn\""
+                },
                 saturation(c)
             );
         }

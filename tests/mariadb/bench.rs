@@ -205,4 +205,29 @@ pub(crate) fn a_rate_is_held_and_latency_counts_from_the_intended_start(ctx: &Ct
     assert!(lag_max >= 500.0, "sends waited behind the stall: {stalled}");
     let service_p99 = stalled["service_latency_ms"]["p99"].as_f64().unwrap();
     assert!(service_p99 < p99, "{stalled}");
+
+    // Far past capacity: the rate is not achieved, the lag grows, the trial says saturated.
+    let o = ctx.run(&[
+        "bench",
+        "--target",
+        &ctx.url("t_rate"),
+        "--threads",
+        "2",
+        "--table-size",
+        "2000",
+        "--rate",
+        "2000000",
+        "--duration",
+        "1s",
+        "--warmup",
+        "0s",
+        "--json",
+    ]);
+    let over = json_of(&o);
+    assert_eq!(over["rate"]["saturated"], true, "{over}");
+    assert!(over["rate"]["achieved"].as_f64().unwrap() < 0.95 * 2_000_000.0);
+    assert!(
+        over["rate"]["lag_growth_ms"].as_f64().unwrap() > 100.0,
+        "{over}"
+    );
 }
