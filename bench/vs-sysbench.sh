@@ -9,31 +9,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 SECS=${1:-10}
 THREADS=${THREADS:-"1 8 32 128"}
-DBTAX=./target/release/dbtax
-[ -x "$DBTAX" ] || cargo build --release
-command -v sysbench >/dev/null || { echo "sysbench is missing: make deps" >&2; exit 2; }
-MARIADBD=$(command -v mariadbd || echo /usr/sbin/mariadbd)
-
-DIR=$(mktemp -d /tmp/dbtax-vs.XXXXXX)
-SOCK=$DIR/mysqld.sock
-USER_OPT=$([ "$(id -u)" = 0 ] && echo --user=root || true)
-cleanup() {
-  if [ -f "$DIR/pid" ]; then kill "$(cat "$DIR/pid")" 2>/dev/null || true; fi
-  for _ in $(seq 100); do [ -e "$SOCK" ] || break; sleep 0.1; done
-  rm -rf "$DIR"
-}
-trap cleanup EXIT INT TERM
-
-mariadb-install-db --no-defaults --datadir="$DIR/data" --auth-root-authentication-method=normal \
-  --skip-test-db $USER_OPT >"$DIR/install.log" 2>&1
-"$MARIADBD" --no-defaults --datadir="$DIR/data" --socket="$SOCK" --skip-networking \
-  --pid-file="$DIR/pid" --log-error="$DIR/error.log" --innodb-buffer-pool-size=256M \
-  --max-connections=2000 $USER_OPT &
-for _ in $(seq 300); do mariadb -S "$SOCK" -uroot -e 'select 1' >/dev/null 2>&1 && break; sleep 0.1; done
-mariadb -S "$SOCK" -uroot -e 'CREATE DATABASE sbtest'
-SB=(sysbench oltp_point_select --db-driver=mysql --mysql-socket="$SOCK" --mysql-user=root
-    --mysql-db=sbtest --tables=4 --table-size=100000)
-"${SB[@]}" prepare >/dev/null
+# shellcheck source=bench/server.sh
+source bench/server.sh
 
 # run_sysbench THREADS -> "queries cpu_seconds"
 run_sysbench() {

@@ -27,30 +27,37 @@ fn cell<'a>(r: &'a Results, variant: &str, threads: u32) -> Option<&'a Cell> {
         .find(|c| c.variant == variant && c.threads == threads)
 }
 
-fn series_of(
-    r: &Results,
+/// One series per variant (the baseline skipped when asked), a value and an optional
+/// interval at each x position; `at` finds a variant's cell at a position.
+pub fn series_over<'r, X>(
+    r: &'r Results,
+    xs: &[X],
+    at: impl Fn(&str, &X) -> Option<&'r Cell>,
     skip_baseline: bool,
     value: impl Fn(&Cell) -> Option<f64>,
     ci: impl Fn(&Cell) -> Option<(f64, f64)>,
 ) -> Vec<Series> {
-    let threads = thread_counts(r);
     r.variants
         .iter()
         .enumerate()
         .skip(usize::from(skip_baseline))
         .map(|(i, v)| Series {
             name: v.name.clone(),
-            values: threads
-                .iter()
-                .map(|&t| cell(r, &v.name, t).and_then(&value))
-                .collect(),
-            ci: threads
-                .iter()
-                .map(|&t| cell(r, &v.name, t).and_then(&ci))
-                .collect(),
+            values: xs.iter().map(|x| at(&v.name, x).and_then(&value)).collect(),
+            ci: xs.iter().map(|x| at(&v.name, x).and_then(&ci)).collect(),
             color: i,
         })
         .collect()
+}
+
+fn series_of(
+    r: &Results,
+    skip_baseline: bool,
+    value: impl Fn(&Cell) -> Option<f64>,
+    ci: impl Fn(&Cell) -> Option<(f64, f64)>,
+) -> Vec<Series> {
+    let at = |v: &str, t: &u32| cell(r, v, *t);
+    series_over(r, &thread_counts(r), at, skip_baseline, value, ci)
 }
 
 /// Every chart of the report.

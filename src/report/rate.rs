@@ -2,9 +2,9 @@
 //! whether it can sustain that load at all. Sections are load points (threads × rate level);
 //! the table, the words, the HTML and the charts all read them from here.
 
-use super::charts::Chart;
+use super::charts::{Chart, series_over};
 use super::interval::Interval;
-use super::svg::{Axes, Series, bar_chart, line_chart};
+use super::svg::{Axes, bar_chart, line_chart};
 use super::words::{capitalize, phrase, plural};
 use crate::results::{Cell, Estimate, Results};
 use std::fmt::Write;
@@ -349,23 +349,8 @@ pub fn charts(r: &Results) -> Vec<Chart> {
     let series = |skip_baseline: bool,
                   value: &dyn Fn(&Cell) -> Option<f64>,
                   ci: &dyn Fn(&Cell) -> Option<(f64, f64)>| {
-        r.variants
-            .iter()
-            .enumerate()
-            .skip(usize::from(skip_baseline))
-            .map(|(i, v)| Series {
-                name: v.name.clone(),
-                values: pts
-                    .iter()
-                    .map(|p| cell(r, &v.name, p).and_then(value))
-                    .collect(),
-                ci: pts
-                    .iter()
-                    .map(|p| cell(r, &v.name, p).and_then(ci))
-                    .collect(),
-                color: i,
-            })
-            .collect::<Vec<_>>()
+        let at = |v: &str, p: &Point| cell(r, v, p);
+        series_over(r, &pts, at, skip_baseline, value, ci)
     };
     let none = |_: &Cell| None;
     let delta = |f: fn(&crate::results::LatencyDelta) -> &Estimate| {

@@ -207,10 +207,30 @@ pub(crate) fn a_rate_is_held_and_latency_counts_from_the_intended_start(ctx: &Ct
     assert!(service_p99 < p99, "{stalled}");
 
     // Far past capacity: the rate is not achieved, the lag grows, the trial says saturated.
-    let o = ctx.run(&[
+    let over = past_capacity(ctx, &[]);
+    assert_eq!(over["rate"]["saturated"], true, "{over}");
+    assert!(over["rate"]["achieved"].as_f64().unwrap() < 0.95 * 2_000_000.0);
+    assert!(
+        over["rate"]["lag_growth_ms"].as_f64().unwrap() > 100.0,
+        "{over}"
+    );
+    // --skip-late: events later than the limit are skipped and counted, none is sent late.
+    let skipping = past_capacity(ctx, &["--skip-late", "2ms"]);
+    assert!(
+        skipping["rate"]["skipped"].as_u64().unwrap() > 0,
+        "{skipping}"
+    );
+    let lag_max = skipping["schedule_lag_ms"]["max"].as_f64().unwrap();
+    assert!(lag_max <= 2.1, "no send later than the limit: {skipping}");
+}
+
+/// One second at 2,000,000 events/s over 2 threads, far past this server's capacity.
+fn past_capacity(ctx: &Ctx, extra: &[&str]) -> serde_json::Value {
+    let url = ctx.url("t_rate");
+    let mut args = vec![
         "bench",
         "--target",
-        &ctx.url("t_rate"),
+        &url,
         "--threads",
         "2",
         "--table-size",
@@ -222,12 +242,7 @@ pub(crate) fn a_rate_is_held_and_latency_counts_from_the_intended_start(ctx: &Ct
         "--warmup",
         "0s",
         "--json",
-    ]);
-    let over = json_of(&o);
-    assert_eq!(over["rate"]["saturated"], true, "{over}");
-    assert!(over["rate"]["achieved"].as_f64().unwrap() < 0.95 * 2_000_000.0);
-    assert!(
-        over["rate"]["lag_growth_ms"].as_f64().unwrap() > 100.0,
-        "{over}"
-    );
+    ];
+    args.extend_from_slice(extra);
+    json_of(&ctx.run(&args))
 }

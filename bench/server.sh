@@ -1,0 +1,28 @@
+# Sourced by the benchmarks: build dbtax if needed, start a private MariaDB on a unix socket
+# in a temporary folder (stopped by its pid and removed at exit), and prepare sbtest with
+# sysbench (4 × 100,000 rows). Sets DBTAX, DIR, SOCK and SB (sysbench's point-select command).
+DBTAX=./target/release/dbtax
+[ -x "$DBTAX" ] || cargo build --release
+command -v sysbench >/dev/null || { echo "sysbench is missing: make deps" >&2; exit 2; }
+MARIADBD=$(command -v mariadbd || echo /usr/sbin/mariadbd)
+
+DIR=$(mktemp -d /tmp/dbtax-bench.XXXXXX)
+SOCK=$DIR/mysqld.sock
+USER_OPT=$([ "$(id -u)" = 0 ] && echo --user=root || true)
+cleanup() {
+  if [ -f "$DIR/pid" ]; then kill "$(cat "$DIR/pid")" 2>/dev/null || true; fi
+  for _ in $(seq 100); do [ -e "$SOCK" ] || break; sleep 0.1; done
+  rm -rf "$DIR"
+}
+trap cleanup EXIT INT TERM
+
+mariadb-install-db --no-defaults --datadir="$DIR/data" --auth-root-authentication-method=normal \
+  --skip-test-db $USER_OPT >"$DIR/install.log" 2>&1
+"$MARIADBD" --no-defaults --datadir="$DIR/data" --socket="$SOCK" --skip-networking \
+  --pid-file="$DIR/pid" --log-error="$DIR/error.log" --innodb-buffer-pool-size=256M \
+  --max-connections=2000 $USER_OPT &
+for _ in $(seq 300); do mariadb -S "$SOCK" -uroot -e 'select 1' >/dev/null 2>&1 && break; sleep 0.1; done
+mariadb -S "$SOCK" -uroot -e 'CREATE DATABASE sbtest'
+SB=(sysbench oltp_point_select --db-driver=mysql --mysql-socket="$SOCK" --mysql-user=root
+    --mysql-db=sbtest --tables=4 --table-size=100000)
+"${SB[@]}" prepare >/dev/null
