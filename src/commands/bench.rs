@@ -83,12 +83,16 @@ pub fn run(args: BenchArgs) -> Result<()> {
             skip_late: o.skip_late,
         });
     }
-    let bar = super::progress::trial_bar(args.json);
+    let bar = super::progress::trial_bar(false);
+    let started_at = crate::host::now_rfc3339_ms();
     let trial = run_trial(&target, &prepared, &plan, &probes, &mut |p| {
         super::progress::show_trial(&bar, p)
     });
     bar.finish_and_clear();
-    let trial = trial?;
+    let trial = Trial {
+        started_at,
+        ..trial?
+    };
     if args.json {
         let out = BenchOutput {
             trial,

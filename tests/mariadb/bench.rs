@@ -25,6 +25,7 @@ pub(crate) fn bench_prints_one_trial_as_json_over_the_socket(ctx: &Ctx) {
     assert_eq!(v["errors"], 0);
     assert_eq!(v["threads"], 4);
     assert_eq!(v["workload"]["kind"], "point-select");
+    assert!(v["started_at"].as_str().unwrap().ends_with('Z'), "{v}");
     for p in ["p50", "p95", "p99", "max"] {
         assert!(v["latency_ms"][p].as_f64().unwrap() > 0.0, "{p}");
     }
