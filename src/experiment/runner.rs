@@ -220,7 +220,8 @@ pub fn run(
             }
         }
     }
-    let points_list = points.clone();
+    // (The precision rule's `points` below is its goal; the load points are these.)
+    let load_points = &points;
     let mut summary = summarize(&cells);
     let mut warnings = vec![];
     // Precision mode: each cell's half-width after its first-stage blocks.
@@ -235,18 +236,17 @@ pub fn run(
                 focus,
             } => {
                 let need = still_needed(exp, &summary.cells, (*points, *focus), r, &mut stage);
-                let points_of = &points_list;
                 let trials: usize = need.iter().map(|(_, vs)| vs.len()).sum();
                 let out_of_time = started.elapsed() + per_trial * trials as u32 > *budget;
                 let goal: Vec<u32> = need
                     .iter()
                     .map(|(k, _)| *k)
-                    .filter(|&k| r >= exp.planned_blocks_at(points_of[k as usize].threads))
+                    .filter(|&k| r >= exp.planned_blocks_at(load_points[k as usize].threads))
                     .collect();
                 if !goal.is_empty() && (out_of_time || r >= MAX_BLOCKS) {
                     let goal_threads: Vec<u32> = goal
                         .iter()
-                        .map(|&k| points_of[k as usize].threads)
+                        .map(|&k| load_points[k as usize].threads)
                         .collect();
                     warnings.push(shortfall(&summary.cells, &goal_threads, *points, r));
                     need.into_iter()
