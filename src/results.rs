@@ -295,6 +295,18 @@ pub struct Calibration {
     pub duration_s: f64,
 }
 
+impl Calibration {
+    /// The capacity a closed-loop trial at `threads` measured.
+    pub fn of(threads: u32, t: &Trial) -> Calibration {
+        Calibration {
+            threads,
+            capacity_tps: t.tps,
+            capacity_qps: t.qps,
+            duration_s: t.duration_s,
+        }
+    }
+}
+
 /// Rate mode: how the run's load was set.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct RateRun {

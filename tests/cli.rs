@@ -239,44 +239,20 @@ fn fsync_probe_reports_every_method_with_the_preallocated_case() {
 fn bad_rates_are_usage_errors_before_any_server() {
     // A target that does not exist: these must fail on the input, before connecting.
     let t = "mysql://root@localhost/?socket=/nonexistent/dbtax.sock";
-    fails_with_usage(
-        &["run", "-t", t, "-f", "slow-log", "--rate", "0%"],
-        "bad rate '0%'",
-    );
-    fails_with_usage(
-        &["run", "-t", t, "-f", "slow-log", "--rate", "fast"],
-        "bad rate 'fast'",
-    );
-    fails_with_usage(
-        &["run", "-t", t, "-f", "slow-log", "--arrival", "uniform"],
-        "go with --rate",
-    );
-    fails_with_usage(
-        &[
-            "run",
-            "-t",
-            t,
-            "-f",
-            "slow-log",
-            "--rate",
-            "50%",
-            "--arrival",
-            "bursty",
-        ],
+    let run = |extra: &[&str], needle: &str| {
+        let mut args = vec!["run", "-t", t, "-f", "slow-log"];
+        args.extend_from_slice(extra);
+        fails_with_usage(&args, needle);
+    };
+    run(&["--rate", "0%"], "bad rate '0%'");
+    run(&["--rate", "fast"], "bad rate 'fast'");
+    run(&["--arrival", "uniform"], "go with --rate");
+    run(
+        &["--rate", "50%", "--arrival", "bursty"],
         "unknown arrival process 'bursty'",
     );
-    fails_with_usage(
-        &[
-            "run",
-            "-t",
-            t,
-            "-f",
-            "slow-log",
-            "--rate",
-            "50%",
-            "--precision",
-            "3",
-        ],
+    run(
+        &["--rate", "50%", "--precision", "3"],
         "give --repeats N with --rate",
     );
     fails_with_usage(

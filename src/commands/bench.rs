@@ -108,18 +108,14 @@ pub fn run(args: BenchArgs) -> Result<()> {
     Ok(())
 }
 
-/// `--rate N%`: the closed-loop capacity at the same threads, measured first (at least 2 s).
+/// `--rate N%`: the closed-loop capacity at the same threads, measured first.
 fn calibrate(
     target: &Server,
     prepared: &crate::workload::PreparedWorkload,
     plan: &TrialPlan,
     quiet: bool,
 ) -> Result<Calibration> {
-    let closed = TrialPlan {
-        duration: plan.duration.max(std::time::Duration::from_secs(2)),
-        rate: None,
-        ..plan.clone()
-    };
+    let closed = plan.calibration();
     let bar = super::progress::trial_bar(quiet);
     let t = run_trial(
         target,
@@ -129,13 +125,7 @@ fn calibrate(
         &mut |p| super::progress::show_trial(&bar, p),
     );
     bar.finish_and_clear();
-    let t = t?;
-    Ok(Calibration {
-        threads: plan.threads,
-        capacity_tps: t.tps,
-        capacity_qps: t.qps,
-        duration_s: t.duration_s,
-    })
+    Ok(Calibration::of(plan.threads, &t?))
 }
 
 /// The human summary of one trial.

@@ -1,9 +1,9 @@
 //! `--dry-run`: the Plan as text — blocks, order, estimated time, the exact statements each
 //! variant would run and those that would restore the server. Pure: it reads only the Plan.
 
-use super::live::CALIBRATION;
 use super::plan::Plan;
 use super::spec::{Experiment, StopRule};
+use crate::load::CALIBRATION;
 use anyhow::Result;
 
 /// The dry-run text for `exp` planned on the server `label` (`version`).

@@ -18,8 +18,6 @@ use std::time::Duration;
 const PROBE: Duration = Duration::from_millis(300);
 /// How long a restore keeps reconnecting to a server that does not answer.
 const RESTORE_PATIENCE: Duration = Duration::from_secs(30);
-/// Rate mode's calibration measures closed-loop capacity for at least this long.
-pub const CALIBRATION: Duration = Duration::from_secs(2);
 /// Settle at least this long after a restart (the buffer pool reloads, caches are cold).
 const SETTLE_AFTER_RESTART: Duration = Duration::from_secs(3);
 
@@ -170,9 +168,7 @@ impl Bench for LiveBench<'_> {
     fn calibrate(&mut self, threads: u32, observer: &mut dyn Observer) -> Result<Trial> {
         let plan = TrialPlan {
             threads,
-            duration: self.trial.duration.max(CALIBRATION),
-            rate: None,
-            ..self.trial.clone()
+            ..self.trial.calibration()
         };
         self.run(0, plan, observer)
     }

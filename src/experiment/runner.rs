@@ -121,12 +121,7 @@ fn calibrate(
             "  {threads} threads: {:.0} events/s ({:.0} queries/s)",
             t.tps, t.qps
         ));
-        out.push(Calibration {
-            threads,
-            capacity_tps: t.tps,
-            capacity_qps: t.qps,
-            duration_s: t.duration_s,
-        });
+        out.push(Calibration::of(threads, &t));
     }
     Ok(out)
 }

@@ -6,4 +6,4 @@ pub mod trial;
 pub mod worker;
 
 pub use schedule::{Arrival, Rate};
-pub use trial::{TrialPlan, TrialProbes, TrialProgress, Watch, run_trial};
+pub use trial::{CALIBRATION, TrialPlan, TrialProbes, TrialProgress, Watch, run_trial};

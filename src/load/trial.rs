@@ -36,6 +36,21 @@ pub struct TrialPlan {
     pub rate: Option<Rate>,
 }
 
+/// Rate mode's calibration measures closed-loop capacity for at least this long.
+pub const CALIBRATION: Duration = Duration::from_secs(2);
+
+impl TrialPlan {
+    /// The calibration before a share-of-capacity rate: this plan in closed loop, for at
+    /// least `CALIBRATION`.
+    pub fn calibration(&self) -> TrialPlan {
+        TrialPlan {
+            duration: self.duration.max(CALIBRATION),
+            rate: None,
+            ..self.clone()
+        }
+    }
+}
+
 /// A check made a few times a second while a trial runs; Some(reason) stops the trial with
 /// that error (the disk guard: a log must not fill its filesystem mid-trial).
 pub type Watch = std::sync::Arc<dyn Fn() -> Option<String> + Send + Sync>;

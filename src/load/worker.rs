@@ -206,8 +206,9 @@ pub fn run_worker(
         }
         let start = Instant::now();
         let measuring = phase == PHASE_MEASURE;
-        if let (Some(at), Some(open)) = (intended, report.open.as_mut()) {
-            let lag = start.duration_since(at);
+        // Rate mode: how late this send is against its intended start.
+        let lag = intended.map(|at| start.duration_since(at));
+        if let (Some(lag), Some(open)) = (lag, report.open.as_mut()) {
             shared.lag_us[index]
                 .0
                 .store(lag.as_micros() as u64, Ordering::Relaxed);
@@ -228,10 +229,10 @@ pub fn run_worker(
                     report.latency_us.saturating_record(us.max(1));
                     report.queries += n as u64;
                     report.events += 1;
-                    if let (Some(at), Some(open)) = (intended, report.open.as_mut()) {
+                    if let (Some(lag), Some(open)) = (lag, report.open.as_mut()) {
                         let service = done.duration_since(start).as_micros() as u64;
                         open.service_us.saturating_record(service.max(1));
-                        let lag = start.duration_since(at).as_micros() as u64;
+                        let lag = lag.as_micros() as u64;
                         open.lag_us.saturating_record(lag.max(1));
                         if let Some(q) = shared.quarter(start.duration_since(setup.t0)) {
                             open.lag_quarters[q].0 += lag as f64;

@@ -16,6 +16,8 @@ pub struct Point {
     pub threads: u32,
     /// The level as asked ("50%", "2000/s").
     pub level: String,
+    /// The events per second it came to.
+    pub asked: f64,
 }
 
 impl Point {
@@ -41,18 +43,25 @@ pub fn points(r: &Results) -> Vec<Point> {
     threads.dedup();
     threads
         .iter()
-        .flat_map(|&t| {
-            levels.iter().map(move |l| Point {
-                threads: t,
-                level: l.clone(),
+        .flat_map(|&threads| {
+            levels.iter().filter_map(move |level| {
+                let c = r.cells.iter().find(|c| at_level(c, threads, level))?;
+                Some(Point {
+                    threads,
+                    level: level.clone(),
+                    asked: c.rate.as_ref()?.asked,
+                })
             })
         })
-        .filter(|p| r.cells.iter().any(|c| at(c, p)))
         .collect()
 }
 
 fn at(c: &Cell, p: &Point) -> bool {
-    c.threads == p.threads && c.rate.as_ref().is_some_and(|r| r.level == p.level)
+    at_level(c, p.threads, &p.level)
+}
+
+fn at_level(c: &Cell, threads: u32, level: &str) -> bool {
+    c.threads == threads && c.rate.as_ref().is_some_and(|r| r.level == level)
 }
 
 fn cell<'a>(r: &'a Results, variant: &str, p: &Point) -> Option<&'a Cell> {
@@ -208,15 +217,10 @@ fn saturation(c: &Cell) -> &'static str {
 pub fn table(r: &Results, width: usize) -> String {
     let mut s = String::new();
     for p in points(r) {
-        let Some(first) = r.cells.iter().find(|c| at(c, &p)) else {
-            continue;
-        };
         let _ = writeln!(
             s,
             "\nthreads {}, rate {} ({:.0} events/s asked)",
-            p.threads,
-            p.level,
-            first.rate.as_ref().map(|x| x.asked).unwrap_or(0.0)
+            p.threads, p.level, p.asked
         );
         let _ = writeln!(
             s,
@@ -272,19 +276,13 @@ fn is_baseline(r: &Results, c: &Cell) -> bool {
 pub fn html_tables(r: &Results, esc: impl Fn(&str) -> String) -> String {
     let mut s = String::new();
     for p in points(r) {
-        let asked = r
-            .cells
-            .iter()
-            .find(|c| at(c, &p))
-            .and_then(|c| c.rate.as_ref())
-            .map(|x| x.asked)
-            .unwrap_or(0.0);
         let _ = writeln!(
             s,
-            "<h3>{} client thread{}, rate {} ({asked:.0} events/s)</h3>\n<table><tr><th>variant</th><th>achieved events/s</th><th>blocks</th><th>p50 ms</th><th>p99 ms</th><th>added p50 ms [95% CI]</th><th>added p99 ms [95% CI]</th><th>Δ server CPU µs/query [95% CI]</th><th>server CPU, cores</th><th>log bytes/query</th><th></th></tr>",
+            "<h3>{} client thread{}, rate {} ({:.0} events/s)</h3>\n<table><tr><th>variant</th><th>achieved events/s</th><th>blocks</th><th>p50 ms</th><th>p99 ms</th><th>added p50 ms [95% CI]</th><th>added p99 ms [95% CI]</th><th>Δ server CPU µs/query [95% CI]</th><th>server CPU, cores</th><th>log bytes/query</th><th></th></tr>",
             p.threads,
             if p.threads == 1 { "" } else { "s" },
-            esc(&p.level)
+            esc(&p.level),
+            p.asked
         );
         for c in r.cells.iter().filter(|c| at(c, &p)) {
             let rate = c.rate.clone().unwrap_or_default();
