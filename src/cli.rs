@@ -123,6 +123,10 @@ pub struct WorkloadArgs {
     /// Rows per sbtest table when dbtax creates them (existing tables are reused as they are).
     #[arg(long)]
     pub table_size: Option<u64>,
+    /// pgbench workloads: the scale (100,000 accounts each) when dbtax creates the pgbench
+    /// tables; tables made by `pgbench -i -s N` are reused as they are.
+    #[arg(long)]
+    pub scale: Option<u32>,
     /// SQL for the query workload; several statements separated by ';' (implies --workload query).
     #[arg(long, short = 'q')]
     pub query: Option<String>,

@@ -63,6 +63,9 @@ pub struct CpuSnapshot {
     pub ticks_us: u64,
     /// Live threads' CPU time, ns, by thread id.
     pub threads_ns: Option<std::collections::BTreeMap<u32, u64>>,
+    /// A process tree: the time of the children its root has reaped, ticks. When it grows,
+    /// a child ended in between, and its time is only in the ticks.
+    pub reaped_ticks: u64,
 }
 
 impl CpuSnapshot {
@@ -72,6 +75,7 @@ impl CpuSnapshot {
     pub fn used_until(&self, later: &CpuSnapshot) -> f64 {
         if let (Some(a), Some(b)) = (&self.threads_ns, &later.threads_ns)
             && a.keys().all(|tid| b.contains_key(tid))
+            && self.reaped_ticks == later.reaped_ticks
         {
             let ns: u64 = b
                 .iter()
@@ -101,6 +105,56 @@ pub fn process_cpu(pid: u32) -> Option<CpuSnapshot> {
     Some(CpuSnapshot {
         ticks_us,
         threads_ns,
+        reaped_ticks: 0,
+    })
+}
+
+/// The fields of /proc/PID/stat after the command name (field 3 onwards).
+fn stat_fields(pid: u32) -> Option<Vec<u64>> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &stat[stat.rfind(')')? + 1..];
+    // The state letter is not a number: keep the positions, with 0 in its place.
+    Some(
+        rest.split_whitespace()
+            .map(|f| f.parse().unwrap_or(0))
+            .collect(),
+    )
+}
+
+/// A process tree's CPU time now: `root`, its live children (a PostgreSQL postmaster and its
+/// backends and background processes), and the children it has already reaped (its
+/// cutime + cstime). Per-process nanoseconds where the kernel tells them.
+pub fn process_tree_cpu(root: u32) -> Option<CpuSnapshot> {
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+    let own = stat_fields(root)?;
+    // After the name: state(0) ppid(1) ... utime(11) stime(12) cutime(13) cstime(14).
+    let reaped_ticks = own.get(13)? + own.get(14)?;
+    let mut ticks = own.get(11)? + own.get(12)? + reaped_ticks;
+    let mut pids = vec![root];
+    for e in std::fs::read_dir("/proc").ok()?.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        if let Some(f) = stat_fields(pid)
+            && f.get(1) == Some(&(root as u64))
+        {
+            ticks += f.get(11).unwrap_or(&0) + f.get(12).unwrap_or(&0);
+            pids.push(pid);
+        }
+    }
+    let mut threads = std::collections::BTreeMap::new();
+    let mut complete = true;
+    for pid in pids {
+        match process_cpu(pid).and_then(|s| s.threads_ns) {
+            Some(t) => threads.extend(t),
+            None => complete = false,
+        }
+    }
+    Some(CpuSnapshot {
+        ticks_us: ticks * 1_000_000 / hz,
+        threads_ns: complete.then_some(threads),
+        reaped_ticks,
     })
 }
 
@@ -195,6 +249,7 @@ mod tests {
         let at = |ticks_us, threads: &[(u32, u64)]| CpuSnapshot {
             ticks_us,
             threads_ns: Some(threads.iter().copied().collect()),
+            reaped_ticks: 0,
         };
         let a = at(10_000, &[(1, 5_000_000), (2, 1_000_000)]);
         // Thread 1 ran 1.5 ms, thread 2 0.25 ms, thread 3 (new) 0.1 ms: 1.85 ms, though the
@@ -208,8 +263,43 @@ mod tests {
         let d = CpuSnapshot {
             ticks_us: 40_000,
             threads_ns: None,
+            reaped_ticks: 0,
         };
         assert_eq!(a.used_until(&d), 30_000.0);
+    }
+
+    #[test]
+    fn a_process_tree_counts_its_children_live_and_reaped() {
+        let me = std::process::id();
+        let before = super::process_tree_cpu(me).unwrap();
+        // A child that burns CPU while alive is counted through its own stat, then (once
+        // reaped) through this process's cutime: the tree's total never drops.
+        let mut child = std::process::Command::new("sh")
+            .arg("-c")
+            .arg("i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done")
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(150));
+        let during = super::process_tree_cpu(me).unwrap();
+        let child_ns = during
+            .threads_ns
+            .as_ref()
+            .unwrap()
+            .get(&child.id())
+            .copied();
+        assert!(
+            child_ns.is_some_and(|ns| ns > 0),
+            "the live child is in the tree"
+        );
+        child.wait().unwrap();
+        let after = super::process_tree_cpu(me).unwrap();
+        assert!(after.ticks_us >= during.ticks_us);
+        assert!(after.ticks_us > before.ticks_us);
+        // The child is gone: its time comes from the ticks (cutime), not lost.
+        assert!(
+            before.used_until(&after) >= 10_000.0,
+            "{before:?} {after:?}"
+        );
     }
 
     #[test]

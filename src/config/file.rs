@@ -52,6 +52,7 @@ struct WorkloadFile {
     kind: String,
     tables: Option<u32>,
     table_size: Option<u64>,
+    scale: Option<u32>,
     query: Option<StringOrList>,
     setup: Option<StringOrList>,
 }
@@ -169,6 +170,9 @@ pub fn from_toml(text: &str, default_name: &str) -> Result<Experiment> {
         }
         if let Some(s) = w.table_size {
             exp.workload.table_size = s;
+        }
+        if let Some(s) = w.scale {
+            exp.workload.scale = s;
         }
         if let Some(q) = w.query {
             exp.workload.queries = q.statements();

@@ -66,6 +66,9 @@ pub fn workload_from(args: &WorkloadArgs, mut base: Workload) -> Result<Workload
     if let Some(s) = args.table_size {
         base.table_size = s;
     }
+    if let Some(s) = args.scale {
+        base.scale = s;
+    }
     let mut queries = vec![];
     if let Some(q) = &args.query {
         queries.extend(split_sql(q));

@@ -103,6 +103,7 @@ pub fn build(name: &str, size: Size) -> Result<Experiment> {
                 queries: vec!["select 1".into()],
                 tables: 0,
                 table_size: 0,
+                scale: 1,
                 setup: vec![],
             };
             let mut e = base(name, w, vec![64], 5);

@@ -58,7 +58,10 @@ pub fn open(exp: &Experiment, config: &ServerConfig, opts: &RunOptions) -> Resul
     config
         .managed
         .server_opts
-        .extend(catalog::managed_start_opts(features.map(String::as_str)));
+        .extend(catalog::managed_start_opts(
+            config.spec.engine_family(),
+            features.map(String::as_str),
+        ));
     let server = Server::open(&config)?;
     let plan = preflight(exp, &server, opts.restart_cmd.as_deref())?;
     Ok((server, plan))

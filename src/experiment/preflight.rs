@@ -17,7 +17,9 @@ use std::collections::BTreeMap;
 pub fn preflight(exp: &Experiment, server: &Server, restart_cmd: Option<&str>) -> Result<Plan> {
     let features = features(exp, server.family())?;
     let feature = |name: &str| find(&features, name);
-    let (touched, states) = states(exp, &features);
+    let (mut touched, states) = states(exp, &features);
+    let mut admin = server.admin()?;
+    let restart = restart_only(admin.as_mut(), &states)?;
     let variants: Vec<PlannedVariant> = exp
         .variants
         .iter()
@@ -27,6 +29,8 @@ pub fn preflight(exp: &Experiment, server: &Server, restart_cmd: Option<&str>) -
             for name in &v.features {
                 server_opts.extend(feature(name).restart_opts.iter().map(|o| o.to_string()));
             }
+            let (state, opts) = split_restart_only(state, &restart);
+            server_opts.extend(opts);
             PlannedVariant {
                 name: v.name.clone(),
                 features: v.features.clone(),
@@ -39,13 +43,13 @@ pub fn preflight(exp: &Experiment, server: &Server, restart_cmd: Option<&str>) -
         })
         .collect();
     let mut variants = variants;
+    touched.retain(|k| !restart.iter().any(|(n, _, _)| n == k));
     let restarter = restarter(&variants, server, restart_cmd)?;
     let ctx = SupportContext {
         can_restart: restarter != Restarter::None || server.is_managed(),
         managed: server.is_managed(),
         local: server.local_datadir.is_some(),
     };
-    let mut admin = server.admin()?;
     let mut notes = vec![];
     for f in &features {
         match admin.support(f, ctx)? {
@@ -101,11 +105,12 @@ pub fn preflight(exp: &Experiment, server: &Server, restart_cmd: Option<&str>) -
             v.state.retain(|(k, _)| !plugin_vars.contains(k));
         }
     }
+    let persisted = admin.persisted(&names)?;
     let statements = statements(
         admin.as_ref(),
         &variants,
         &touched,
-        &current,
+        (&current, persisted.as_ref()),
         (&plugins, &switched_plugins, &plugin_vars),
     );
     Ok(Plan {
@@ -122,6 +127,46 @@ pub fn preflight(exp: &Experiment, server: &Server, restart_cmd: Option<&str>) -
         restarter,
         notes,
     })
+}
+
+/// The settings the variants set that only a restart switches: (name, value, the server
+/// option that sets it), as the server tells (`Admin::restart_only`).
+fn restart_only(admin: &mut dyn Admin, states: &[State]) -> Result<Vec<(String, String, String)>> {
+    let mut set: Vec<(String, String)> = vec![];
+    for (k, v) in states.iter().flatten() {
+        if let Some(v) = v
+            && !set.iter().any(|(n, x)| n == k && x == v)
+        {
+            set.push((k.clone(), v.clone()));
+        }
+    }
+    let options = admin.restart_only(&set)?;
+    Ok(set
+        .into_iter()
+        .zip(options)
+        .filter_map(|((k, v), o)| Some((k, v, o?)))
+        .collect())
+}
+
+/// A variant's state without its restart-only settings, and the server options that set
+/// them instead (a variant that leaves them at their original values starts without).
+fn split_restart_only(state: State, restart: &[(String, String, String)]) -> (State, Vec<String>) {
+    let mut opts = vec![];
+    let kept = state
+        .into_iter()
+        .filter(|(k, v)| {
+            let mine: Vec<&(String, String, String)> =
+                restart.iter().filter(|(n, _, _)| n == k).collect();
+            if mine.is_empty() {
+                return true;
+            }
+            if let Some((_, _, o)) = mine.iter().find(|(_, x, _)| Some(x) == v.as_ref()) {
+                opts.push(o.clone());
+            }
+            false
+        })
+        .collect();
+    (kept, opts)
 }
 
 /// Local paths of the files the variables name (those the server knows now: a plugin's
@@ -247,7 +292,10 @@ fn statements(
     admin: &dyn Admin,
     variants: &[PlannedVariant],
     touched: &[String],
-    current: &BTreeMap<String, String>,
+    (current, persisted): (
+        &BTreeMap<String, String>,
+        Option<&BTreeMap<String, Option<String>>>,
+    ),
     (plugins, switched, plugin_vars): (&[Plugin], &[Plugin], &[String]),
 ) -> Statements {
     let now = |k: &str| current.get(k).cloned();
@@ -276,9 +324,11 @@ fn statements(
             })
         })
         .map(|k| {
-            admin.set_sql(
+            let entry = persisted.map(|p| p.get(k).cloned().flatten());
+            admin.restore_sql(
                 k,
                 &now(k).unwrap_or_else(|| "<its value after the plugin loads>".into()),
+                entry.as_ref().map(|e| e.as_deref()),
             )
         })
         .collect();
@@ -349,18 +399,7 @@ fn relevant_variables(
     admin: &mut dyn Admin,
     touched: &[String],
 ) -> Result<BTreeMap<String, String>> {
-    let mut names = vec![
-        "version",
-        "version_comment",
-        "innodb_buffer_pool_size",
-        "innodb_flush_log_at_trx_commit",
-        "innodb_flush_method",
-        "sync_binlog",
-        "log_bin",
-        "log_output",
-        "max_connections",
-        "thread_handling",
-    ];
+    let mut names = admin.relevant_names().to_vec();
     names.retain(|n| !touched.iter().any(|t| t == n));
     admin.global_vars(&names)
 }

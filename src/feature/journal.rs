@@ -28,6 +28,11 @@ pub struct Journal {
     pub originals: Vec<(String, String)>,
     /// Plugins dbtax installed (sonames), to uninstall.
     pub installed_plugins: Vec<String>,
+    /// Servers that persist changed settings in a file (PostgreSQL's postgresql.auto.conf):
+    /// each journaled setting's entry there before the run (null: it had none, and is
+    /// RESET at restore). Absent for servers that do not (SET GLOBAL).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub persisted: Option<BTreeMap<String, Option<String>>>,
 }
 
 /// The state directory: $DBTAX_STATE_DIR, else $XDG_STATE_HOME/dbtax, else
@@ -93,7 +98,15 @@ impl Journal {
         crate::server::key_of(&self.server)
     }
 
-    /// Originals as a map.
+    /// A setting's entry in the server's persisted settings file before the run: None when
+    /// the server keeps no such file, Some(None) when the setting had no entry.
+    pub fn persisted_entry(&self, name: &str) -> Option<Option<String>> {
+        self.persisted
+            .as_ref()
+            .map(|p| p.get(name).cloned().flatten())
+    }
+
+    /// The original values by name.
     pub fn original_map(&self) -> BTreeMap<String, String> {
         self.originals.iter().cloned().collect()
     }

@@ -133,6 +133,7 @@ impl Switcher {
         }
         let names: Vec<&str> = vars.iter().map(String::as_str).collect();
         let found = self.admin.global_vars(&names)?;
+        self.journal.persisted = self.admin.persisted(&names)?;
         for v in vars {
             let Some(value) = found.get(v) else {
                 if plugin_vars.contains(v) {
@@ -198,8 +199,15 @@ impl Switcher {
             {
                 continue;
             }
-            let sql = self.admin.set_global(var, &value)?;
-            self.statements.push(sql);
+            // Back to the original: as at the end (PostgreSQL: the auto.conf entry as found).
+            let sql = if want.is_none() {
+                let persisted = self.journal.persisted_entry(var);
+                self.admin
+                    .restore_global(var, &value, persisted.as_ref().map(|p| p.as_deref()))?
+            } else {
+                Some(self.admin.set_global(var, &value)?)
+            };
+            self.statements.extend(sql);
             self.current.insert(var.clone(), value);
         }
         Ok(())
@@ -370,7 +378,11 @@ pub fn ensure_no_pending_journal(server: &Server) -> Result<Option<PathBuf>> {
 pub fn restore_journal(admin: &mut dyn Admin, j: &Journal) -> Result<Vec<String>> {
     let mut done = vec![];
     for (var, value) in j.originals.iter().rev() {
-        if let Some(sql) = admin.restore_global(var, value).context("restoring")? {
+        let persisted = j.persisted_entry(var);
+        if let Some(sql) = admin
+            .restore_global(var, value, persisted.as_ref().map(|p| p.as_deref()))
+            .context("restoring")?
+        {
             done.push(sql);
         }
     }

@@ -47,6 +47,7 @@ pub struct Feature {
 pub fn names(family: Family) -> &'static [&'static str] {
     match family {
         Family::Mariadb | Family::Mysql => &super::mysql::catalog::NAMES,
+        Family::Postgres => &super::postgres::catalog::NAMES,
     }
 }
 
@@ -54,6 +55,7 @@ pub fn names(family: Family) -> &'static [&'static str] {
 pub fn lookup(name: &str, family: Family) -> Result<Feature> {
     let found = match family {
         Family::Mariadb | Family::Mysql => super::mysql::catalog::lookup(name, family),
+        Family::Postgres => super::postgres::catalog::lookup(name),
     };
     found.ok_or_else(|| {
         usage(format!(
@@ -65,15 +67,34 @@ pub fn lookup(name: &str, family: Family) -> Result<Feature> {
 
 /// Check a name before the server is known: it must be in some family's catalog.
 pub fn validate_name(name: &str) -> Result<()> {
-    lookup(name, Family::Mariadb).map(|_| ())
+    if lookup(name, Family::Postgres).is_ok() {
+        return Ok(());
+    }
+    lookup(name, Family::Mariadb).map(|_| ()).map_err(|_| {
+        let mut all: Vec<&str> = names(Family::Mariadb).to_vec();
+        all.extend(
+            names(Family::Postgres)
+                .iter()
+                .filter(|n| !all.contains(n))
+                .collect::<Vec<_>>(),
+        );
+        usage(format!(
+            "unknown feature '{name}': the catalog has {} (see `dbtax features`)",
+            all.join(", ")
+        ))
+    })
 }
 
-/// Server options a managed server must start with for these features (the binary log for
-/// binlog-sync). The same for every family of one engine, so known before the server runs.
-pub fn managed_start_opts<'a>(names: impl IntoIterator<Item = &'a str>) -> Vec<String> {
+/// Server options a managed server of this family must start with for these features (the
+/// binary log for binlog-sync). The same for every family of one engine, so known before
+/// the server runs.
+pub fn managed_start_opts<'a>(
+    family: Family,
+    names: impl IntoIterator<Item = &'a str>,
+) -> Vec<String> {
     let mut out: Vec<String> = vec![];
     for n in names {
-        if let Ok(f) = lookup(n, Family::Mariadb)
+        if let Ok(f) = lookup(n, family)
             && f.requires_on.is_some()
         {
             for o in f.managed_server_opts {

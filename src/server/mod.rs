@@ -6,7 +6,9 @@
 //! second family is a folder beside it and one arm in `Server::open`.
 
 pub mod catalog;
+pub mod local;
 pub mod mysql;
+pub mod postgres;
 pub mod url;
 
 use crate::error::usage;
@@ -17,7 +19,7 @@ use anyhow::{Context, Result};
 use catalog::{Feature, Plugin};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-pub use url::{ManagedKind, MysqlUrl, TargetSpec};
+pub use url::{ManagedKind, MysqlUrl, PgUrl, TargetSpec};
 
 /// The server family, for the catalog entries and SQL that differ.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,6 +28,8 @@ pub enum Family {
     Mariadb,
     /// Oracle MySQL or Percona Server.
     Mysql,
+    /// PostgreSQL.
+    Postgres,
 }
 
 /// Reject identifiers (schema and variable names) that would need quoting tricks.
@@ -125,8 +129,31 @@ pub trait Admin: Send {
     /// Set one global variable; returns the statement run.
     fn set_global(&mut self, name: &str, value: &str) -> Result<String>;
     /// Put one original value back; Ok(None) when the variable no longer exists (its
-    /// plugin is already gone).
-    fn restore_global(&mut self, name: &str, value: &str) -> Result<Option<String>>;
+    /// plugin is already gone). `persisted`: the setting's entry in the server's persisted
+    /// settings file before the run, when the server has one (`persisted`).
+    fn restore_global(
+        &mut self,
+        name: &str,
+        value: &str,
+        persisted: Option<Option<&str>>,
+    ) -> Result<Option<String>>;
+    /// The statement `restore_global` runs.
+    fn restore_sql(&self, name: &str, value: &str, persisted: Option<Option<&str>>) -> String;
+    /// The entries these settings have in the file where the server persists changed
+    /// settings (PostgreSQL's postgresql.auto.conf, written by ALTER SYSTEM; None: absent
+    /// from it). Ok(None) for servers whose changes are not persisted (SET GLOBAL).
+    fn persisted(&mut self, _names: &[&str]) -> Result<Option<BTreeMap<String, Option<String>>>> {
+        Ok(None)
+    }
+    /// For each setting (name, value): None when it switches live, else the server option
+    /// that sets it at start-up (PostgreSQL's postmaster-context settings, and those of a
+    /// library that exists only once the server loads it at start). The MySQL family
+    /// switches every catalog setting live (its restart-only features say so in the catalog).
+    fn restart_only(&mut self, settings: &[(String, String)]) -> Result<Vec<Option<String>>> {
+        Ok(vec![None; settings.len()])
+    }
+    /// Server variables worth recording beside the results.
+    fn relevant_names(&self) -> &'static [&'static str];
     /// Prove the privilege to change a variable without changing it. Err: the reason.
     fn probe_set_privilege(&mut self, name: &str, current: &str) -> Result<(), String>;
     /// Status counters worth reporting per query (cumulative values).
@@ -225,6 +252,9 @@ impl Server {
             TargetSpec::Managed(ManagedKind::Mariadb) | TargetSpec::Mysql(_) => {
                 mysql::open(&config.spec, &config.managed)?
             }
+            TargetSpec::Managed(ManagedKind::Postgres) | TargetSpec::Postgres(_) => {
+                postgres::open(&config.spec, &config.managed)?
+            }
         };
         let (server_pid, local_datadir) = engine.locate();
         let identity = engine.admin()?.identity()?;
@@ -292,12 +322,17 @@ impl Server {
 
     /// Server CPU time so far (µs) when the server's process is local.
     pub fn server_cpu_us(&self) -> Option<u64> {
-        self.server_pid.and_then(crate::host::process_cpu_us)
+        self.server_cpu().map(|c| c.ticks_us)
     }
 
     /// The server process's CPU time now, per thread in ns where the kernel tells it.
+    /// PostgreSQL: the postmaster and every process it started (a backend per connection,
+    /// the WAL writer, the logger...), with the children it has reaped.
     pub fn server_cpu(&self) -> Option<crate::host::CpuSnapshot> {
-        self.server_pid.and_then(crate::host::process_cpu)
+        match self.family() {
+            Family::Postgres => self.server_pid.and_then(crate::host::process_tree_cpu),
+            Family::Mariadb | Family::Mysql => self.server_pid.and_then(crate::host::process_cpu),
+        }
     }
 
     /// A server file path (as in @@general_log_file) resolved to a local path, when local.
@@ -348,8 +383,10 @@ impl Server {
     pub fn info(&self) -> TargetInfo {
         TargetInfo {
             kind: match self.spec {
-                TargetSpec::Managed(_) => "managed:mariadb".into(),
+                TargetSpec::Managed(ManagedKind::Mariadb) => "managed:mariadb".into(),
+                TargetSpec::Managed(ManagedKind::Postgres) => "managed:postgres".into(),
                 TargetSpec::Mysql(_) => "mysql".into(),
+                TargetSpec::Postgres(_) => "postgres".into(),
             },
             server_version: self.server_version.clone(),
             url: self.label(),

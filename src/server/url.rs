@@ -1,5 +1,7 @@
-//! Target URLs: `managed:mariadb`, `mysql://user:pass@host:port/db`,
-//! `mysql://user@localhost/db?socket=/path`. Parsing never echoes a password back.
+//! Target URLs: `managed:mariadb`, `managed:postgres`, `mysql://user:pass@host:port/db`,
+//! `mysql://user@localhost/db?socket=/path`, `postgres://user:pass@host:port/db` and
+//! `postgres://user@/db?host=/socket/dir` (libpq's spelling). Parsing never echoes a password
+//! back.
 
 use crate::error::usage;
 use anyhow::Result;
@@ -10,6 +12,8 @@ use std::path::PathBuf;
 pub enum ManagedKind {
     /// The installed mariadbd (or mysqld).
     Mariadb,
+    /// The installed PostgreSQL (initdb + postgres).
+    Postgres,
 }
 
 /// A parsed `--target`.
@@ -19,6 +23,68 @@ pub enum TargetSpec {
     Managed(ManagedKind),
     /// The user's own MySQL/MariaDB server.
     Mysql(MysqlUrl),
+    /// The user's own PostgreSQL server.
+    Postgres(PgUrl),
+}
+
+/// Where and how to reach a user's PostgreSQL server.
+#[derive(Clone, PartialEq, Eq)]
+pub struct PgUrl {
+    /// Login user.
+    pub user: String,
+    /// Password, never printed.
+    pub password: Option<String>,
+    /// Host name or address (ignored when `socket_dir` is set).
+    pub host: String,
+    /// TCP port (also names the unix socket file, `.s.PGSQL.<port>`).
+    pub port: u16,
+    /// Database named in the URL path, if any.
+    pub db: Option<String>,
+    /// The folder of the unix socket (`?host=/dir`, as libpq spells it).
+    pub socket_dir: Option<PathBuf>,
+}
+
+impl std::fmt::Debug for PgUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.redacted())
+    }
+}
+
+impl PgUrl {
+    /// The URL with the password replaced by `***`: the only form that is ever printed.
+    pub fn redacted(&self) -> String {
+        let pass = if self.password.is_some() { ":***" } else { "" };
+        let db = self.db.as_deref().unwrap_or("");
+        match &self.socket_dir {
+            Some(dir) => format!(
+                "postgres://{}{pass}@:{}/{db}?host={}",
+                self.user,
+                self.port,
+                dir.display()
+            ),
+            None => format!(
+                "postgres://{}{pass}@{}:{}/{db}",
+                self.user, self.host, self.port
+            ),
+        }
+    }
+
+    /// Driver configuration for database `db` (the URL's when None).
+    pub fn config(&self, db: Option<&str>) -> postgres::Config {
+        let mut c = postgres::Config::new();
+        c.user(&self.user).port(self.port);
+        if let Some(p) = &self.password {
+            c.password(p);
+        }
+        match &self.socket_dir {
+            Some(dir) => c.host_path(dir),
+            None => c.host(&self.host),
+        };
+        if let Some(db) = db.or(self.db.as_deref()) {
+            c.dbname(db);
+        }
+        c
+    }
 }
 
 /// Where and how to reach a user's server.
@@ -83,27 +149,28 @@ impl TargetSpec {
             "managed:mariadb" | "managed:mysql" | "managed" => {
                 return Ok(TargetSpec::Managed(ManagedKind::Mariadb));
             }
+            "managed:postgres" | "managed:postgresql" => {
+                return Ok(TargetSpec::Managed(ManagedKind::Postgres));
+            }
             _ => {}
         }
         if let Some(kind) = s.strip_prefix("managed:") {
             return Err(usage(format!(
-                "unknown managed target 'managed:{kind}': dbtax can start 'managed:mariadb'"
+                "unknown managed target 'managed:{kind}': dbtax can start 'managed:mariadb' \
+                 and 'managed:postgres'"
             )));
-        }
-        if s.starts_with("postgres://") || s.starts_with("postgresql://") {
-            return Err(usage(
-                "PostgreSQL targets are not supported yet: use a mysql:// URL or managed:mariadb",
-            ));
         }
         let bad = |why: &str| {
             usage(format!(
-                "bad --target '{}': {why}. Expected managed:mariadb, \
-                 mysql://user:pass@host:port/db or mysql://user@localhost/db?socket=/path/mysqld.sock",
+                "bad --target '{}': {why}. Expected managed:mariadb, managed:postgres, \
+                 mysql://user:pass@host:port/db, mysql://user@localhost/db?socket=/path/mysqld.sock, \
+                 postgres://user:pass@host:port/db or postgres://user@/db?host=/socket/dir",
                 redact_raw(s)
             ))
         };
         let parsed = url::Url::parse(s).map_err(|e| bad(&e.to_string()))?;
-        if parsed.scheme() != "mysql" && parsed.scheme() != "mariadb" {
+        let postgres = matches!(parsed.scheme(), "postgres" | "postgresql");
+        if !postgres && parsed.scheme() != "mysql" && parsed.scheme() != "mariadb" {
             return Err(bad(&format!("unknown scheme '{}'", parsed.scheme())));
         }
         let decode = |v: &str| {
@@ -112,22 +179,41 @@ impl TargetSpec {
                 .map(|(_, v)| v.into_owned())
                 .unwrap_or_default()
         };
-        let user = if parsed.username().is_empty() {
-            "root".to_string()
-        } else {
+        let user = if !parsed.username().is_empty() {
             decode(parsed.username())
+        } else if postgres {
+            "postgres".to_string()
+        } else {
+            "root".to_string()
         };
         let password = parsed.password().map(decode);
         let host = parsed.host_str().unwrap_or("localhost").to_string();
-        let port = parsed.port().unwrap_or(3306);
+        let port = parsed.port().unwrap_or(if postgres { 5432 } else { 3306 });
         let db = parsed.path().trim_start_matches('/').to_string();
         let db = (!db.is_empty()).then_some(db);
         let mut socket = None;
         for (k, v) in parsed.query_pairs() {
-            match k.as_ref() {
-                "socket" => socket = Some(PathBuf::from(v.into_owned())),
-                other => return Err(bad(&format!("unknown parameter '{other}'"))),
+            match (k.as_ref(), postgres) {
+                ("socket", false) | ("host", true) => socket = Some(PathBuf::from(v.into_owned())),
+                (other, _) => return Err(bad(&format!("unknown parameter '{other}'"))),
             }
+        }
+        if postgres {
+            if host.is_empty() && socket.is_none() {
+                return Err(bad("no host (write ?host=/socket/dir for a unix socket)"));
+            }
+            return Ok(TargetSpec::Postgres(PgUrl {
+                user,
+                password,
+                host: if host.is_empty() {
+                    "localhost".into()
+                } else {
+                    host
+                },
+                port,
+                db,
+                socket_dir: socket,
+            }));
         }
         if host.is_empty() && socket.is_none() {
             return Err(bad("no host"));
@@ -142,11 +228,26 @@ impl TargetSpec {
         }))
     }
 
+    /// The engine's family as far as the target tells before the server answers (MariaDB
+    /// for the MySQL engine: its families share the managed start options).
+    pub fn engine_family(&self) -> super::Family {
+        match self {
+            TargetSpec::Managed(ManagedKind::Mariadb) | TargetSpec::Mysql(_) => {
+                super::Family::Mariadb
+            }
+            TargetSpec::Managed(ManagedKind::Postgres) | TargetSpec::Postgres(_) => {
+                super::Family::Postgres
+            }
+        }
+    }
+
     /// Printable form, password redacted.
     pub fn redacted(&self) -> String {
         match self {
             TargetSpec::Managed(ManagedKind::Mariadb) => "managed:mariadb".into(),
+            TargetSpec::Managed(ManagedKind::Postgres) => "managed:postgres".into(),
             TargetSpec::Mysql(u) => u.redacted(),
+            TargetSpec::Postgres(u) => u.redacted(),
         }
     }
 }
@@ -204,6 +305,33 @@ mod tests {
             Some(std::path::Path::new("/tmp/x.sock"))
         );
         assert_eq!(u.db, None);
+    }
+
+    #[test]
+    fn parses_postgres_urls_tcp_and_socket() {
+        let t = TargetSpec::parse("postgresql://app:pw%21@127.0.0.1:5433/shop").unwrap();
+        let TargetSpec::Postgres(u) = &t else {
+            panic!()
+        };
+        assert_eq!((u.user.as_str(), u.port), ("app", 5433));
+        assert_eq!(u.password.as_deref(), Some("pw!"));
+        assert_eq!(u.db.as_deref(), Some("shop"));
+        assert_eq!(t.redacted(), "postgres://app:***@127.0.0.1:5433/shop");
+        let t = TargetSpec::parse("postgres://postgres@/bench?host=/run/postgresql").unwrap();
+        let TargetSpec::Postgres(u) = &t else {
+            panic!()
+        };
+        assert_eq!(
+            u.socket_dir.as_deref(),
+            Some(std::path::Path::new("/run/postgresql"))
+        );
+        assert_eq!(u.port, 5432);
+        assert_eq!(
+            TargetSpec::parse("managed:postgres").unwrap(),
+            TargetSpec::Managed(ManagedKind::Postgres)
+        );
+        let e = TargetSpec::parse("postgres://u:hunter2@h/db?socket=/x").unwrap_err();
+        assert!(!format!("{e:#}").contains("hunter2"), "{e:#}");
     }
 
     #[test]

@@ -20,6 +20,12 @@ pub enum WorkloadKind {
     ReadWrite,
     /// sysbench oltp_insert: one auto-increment insert per event.
     Insert,
+    /// pgbench -S: one `SELECT abalance FROM pgbench_accounts WHERE aid = ?` per event.
+    SelectOnly,
+    /// pgbench -N: update an account, read it, insert a history row, in a transaction.
+    SimpleUpdate,
+    /// pgbench's default (TPC-B like): simple-update plus a teller and a branch update.
+    TpcbLike,
 }
 
 impl WorkloadKind {
@@ -31,16 +37,30 @@ impl WorkloadKind {
             WorkloadKind::ReadOnly => "read-only",
             WorkloadKind::ReadWrite => "read-write",
             WorkloadKind::Insert => "insert",
+            WorkloadKind::SelectOnly => "select-only",
+            WorkloadKind::SimpleUpdate => "simple-update",
+            WorkloadKind::TpcbLike => "tpcb-like",
         }
     }
 
+    /// pgbench's built-ins, on the pgbench_* tables.
+    pub fn is_pgbench(self) -> bool {
+        matches!(
+            self,
+            WorkloadKind::SelectOnly | WorkloadKind::SimpleUpdate | WorkloadKind::TpcbLike
+        )
+    }
+
     /// Every kind, in the order `--help` lists them.
-    pub const ALL: [WorkloadKind; 5] = [
+    pub const ALL: [WorkloadKind; 8] = [
         WorkloadKind::Query,
         WorkloadKind::PointSelect,
         WorkloadKind::ReadOnly,
         WorkloadKind::ReadWrite,
         WorkloadKind::Insert,
+        WorkloadKind::SelectOnly,
+        WorkloadKind::SimpleUpdate,
+        WorkloadKind::TpcbLike,
     ];
 
     /// Parse a name from a file or flag.
@@ -51,7 +71,8 @@ impl WorkloadKind {
             .ok_or_else(|| {
                 usage(format!(
                     "unknown workload '{s}': choose one of query, point-select, read-only, \
-                 read-write, insert"
+                 read-write, insert, select-only, simple-update, tpcb-like (the last three on \
+                 PostgreSQL)"
                 ))
             })
     }
@@ -66,6 +87,9 @@ pub struct Workload {
     pub tables: u32,
     /// Rows per sbtest table when dbtax prepares them.
     pub table_size: u64,
+    /// pgbench's scale factor when dbtax creates the pgbench tables (100,000 accounts each).
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub scale: u32,
     /// Statements of the `query` workload, run in order as one event.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub queries: Vec<String>,
@@ -80,6 +104,7 @@ impl Default for Workload {
             kind: WorkloadKind::PointSelect,
             tables: 4,
             table_size: 100_000,
+            scale: 1,
             queries: vec![],
             setup: vec![],
         }
@@ -94,14 +119,32 @@ pub struct PreparedWorkload {
     /// Largest id per sbtest table, as found or created.
     pub max_ids: Vec<u64>,
     /// Per sbtest table: whether dbtax created it (false: found and reused as it was).
+    /// pgbench workloads: one entry, for the four pgbench tables.
     pub created: Vec<bool>,
+    /// pgbench workloads: the scale of the tables as found (rows of pgbench_branches).
+    pub scale: Option<u64>,
+}
+
+fn one() -> u32 {
+    1
+}
+
+fn is_one(n: &u32) -> bool {
+    *n == 1
 }
 
 impl PreparedWorkload {
     /// The JSON results record: the description, plus the tables as found.
     pub fn to_json(&self) -> serde_json::Value {
         let mut v = self.workload.to_json();
-        if !self.max_ids.is_empty() {
+        if let Some(scale) = self.scale {
+            v["tables_found"] = serde_json::json!([{
+                "table": "pgbench_accounts",
+                "max_id": scale * 100_000,
+                "created": self.created.first().copied().unwrap_or(false),
+            }]);
+            v["scale_found"] = scale.into();
+        } else if !self.max_ids.is_empty() {
             v["tables_found"] = self
                 .max_ids
                 .iter()
@@ -135,6 +178,9 @@ impl Workload {
             }
             if self.table_size == 0 {
                 return Err(usage("--table-size must be at least 1"));
+            }
+            if self.scale == 0 {
+                return Err(usage("--scale must be at least 1"));
             }
         }
         Ok(())

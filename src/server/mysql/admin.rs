@@ -75,7 +75,12 @@ impl Admin for MysqlAdmin {
         self.run(set_global_sql(name, value))
     }
 
-    fn restore_global(&mut self, name: &str, value: &str) -> Result<Option<String>> {
+    fn restore_global(
+        &mut self,
+        name: &str,
+        value: &str,
+        _persisted: Option<Option<&str>>,
+    ) -> Result<Option<String>> {
         let sql = set_global_sql(name, value);
         match self.conn.query_drop(&sql) {
             Ok(()) => Ok(Some(sql)),
@@ -83,6 +88,10 @@ impl Admin for MysqlAdmin {
             Err(mysql::Error::MySqlError(e)) if e.code == 1193 => Ok(None),
             Err(e) => Err(failed(&sql, e)),
         }
+    }
+
+    fn restore_sql(&self, name: &str, value: &str, _persisted: Option<Option<&str>>) -> String {
+        set_global_sql(name, value)
     }
 
     /// `SET GLOBAL v = <the value it has>`: refused without SUPER / SYSTEM_VARIABLES_ADMIN,
@@ -95,6 +104,21 @@ impl Admin for MysqlAdmin {
 
     fn status_counters(&mut self) -> Result<BTreeMap<String, f64>> {
         global_status(&mut self.conn)
+    }
+
+    fn relevant_names(&self) -> &'static [&'static str] {
+        &[
+            "version",
+            "version_comment",
+            "innodb_buffer_pool_size",
+            "innodb_flush_log_at_trx_commit",
+            "innodb_flush_method",
+            "sync_binlog",
+            "log_bin",
+            "log_output",
+            "max_connections",
+            "thread_handling",
+        ]
     }
 
     fn support(&mut self, f: &Feature, ctx: SupportContext) -> Result<Support> {

@@ -6,8 +6,10 @@
 
 use crate::error::usage;
 use crate::server::ManagedConfig;
+use crate::server::local::{
+    make_private_dir, remove_stale_dirs, running_as_root, spawn_server, stop_child, tail_of,
+};
 use anyhow::{Context, Result, bail};
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -75,60 +77,6 @@ fn find_install_db(server_bin: &Path) -> Option<PathBuf> {
         }
     }
     None
-}
-
-fn running_as_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
-
-/// Where managed servers live: the temporary directory, unless its path is too long for a
-/// unix socket (the kernel allows 108 bytes).
-fn base_dir() -> PathBuf {
-    let base = std::env::temp_dir();
-    if base.as_os_str().len() > 40 {
-        PathBuf::from("/tmp")
-    } else {
-        base
-    }
-}
-
-/// Remove the folders of managed servers whose dbtax is gone (killed with -9: nothing ran to
-/// clean up). A folder is `dbtax-<pid>-<n>`; its owner is gone when no process has that pid.
-fn remove_stale_dirs() {
-    let Ok(entries) = std::fs::read_dir(base_dir()) else {
-        return;
-    };
-    for e in entries.flatten() {
-        let name = e.file_name().to_string_lossy().into_owned();
-        let Some(pid) = name
-            .strip_prefix("dbtax-")
-            .and_then(|r| r.split('-').next())
-            .and_then(|p| p.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        if !Path::new(&format!("/proc/{pid}")).exists() && e.path().join("data").is_dir() {
-            let _ = std::fs::remove_dir_all(e.path());
-        }
-    }
-}
-
-/// A short, private directory: the socket path must stay under the kernel's 108 bytes.
-fn make_private_dir() -> Result<PathBuf> {
-    let base = base_dir();
-    for n in 0..1000u32 {
-        let d = base.join(format!("dbtax-{}-{n}", std::process::id()));
-        match std::fs::create_dir(&d) {
-            Ok(()) => return Ok(d),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(e).with_context(|| format!("creating {}", d.display())),
-        }
-    }
-    bail!(
-        "could not create a private directory under {}",
-        base.display()
-    )
 }
 
 impl ManagedServer {
@@ -255,20 +203,8 @@ impl ManagedServer {
 
     fn spawn_and_wait(&mut self) -> Result<()> {
         let mut cmd = Command::new(&self.bin);
-        cmd.args(self.server_args())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .process_group(0);
-        // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.
-        unsafe {
-            cmd.pre_exec(|| {
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
-                Ok(())
-            });
-        }
-        let child = cmd
-            .spawn()
+        cmd.args(self.server_args());
+        let child = spawn_server(cmd, libc::SIGTERM)
             .with_context(|| format!("starting {}", self.bin.display()))?;
         self.child = Some(child);
         let deadline = Instant::now() + Duration::from_secs(120);
@@ -300,22 +236,9 @@ impl ManagedServer {
     }
 
     fn stop_process(&mut self) {
-        let Some(mut child) = self.child.take() else {
-            return;
-        };
-        // SAFETY: kill with a pid we spawned and have not reaped.
-        unsafe {
-            libc::kill(child.id() as i32, libc::SIGTERM);
+        if let Some(child) = self.child.take() {
+            stop_child(child, libc::SIGTERM);
         }
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = child.kill();
-        let _ = child.wait();
     }
 }
 
@@ -324,10 +247,4 @@ impl Drop for ManagedServer {
         self.stop_process();
         let _ = std::fs::remove_dir_all(&self.dir);
     }
-}
-
-fn tail_of(path: &Path, lines: usize) -> String {
-    let text = std::fs::read_to_string(path).unwrap_or_default();
-    let all: Vec<&str> = text.lines().collect();
-    all[all.len().saturating_sub(lines)..].join("\n")
 }

@@ -33,6 +33,7 @@ pub fn open(
             (Some(server), opts, None)
         }
         TargetSpec::Mysql(u) => (None, u.opts().db_name(None::<String>), u.db.clone()),
+        TargetSpec::Postgres(_) => unreachable!("a postgres:// target opens the PostgreSQL engine"),
     };
     let mut conn = ::mysql::Conn::new(base_opts.clone()).map_err(|e| {
         usage(format!(
@@ -127,6 +128,7 @@ impl Engine for MysqlEngine {
     }
 
     fn prepare(&self, schema: &str, workload: &Workload, quiet: bool) -> Result<PreparedWorkload> {
+        refuse_pgbench(workload)?;
         self.ensure_schema(schema)?;
         let conn = || self.conn(Some(schema));
         let (max_ids, created) = match workload.kind {
@@ -140,6 +142,7 @@ impl Engine for MysqlEngine {
             workload: workload.clone(),
             max_ids,
             created,
+            scale: None,
         })
     }
 
@@ -149,6 +152,7 @@ impl Engine for MysqlEngine {
         workload: &Workload,
         tables_ready: bool,
     ) -> Result<()> {
+        refuse_pgbench(workload)?;
         if workload.kind != WorkloadKind::Query {
             return Ok(());
         }
@@ -181,6 +185,18 @@ impl Engine for MysqlEngine {
     fn is_managed(&self) -> bool {
         self.managed.is_some()
     }
+}
+
+/// pgbench's scripts are PostgreSQL's: refused here with what to use instead.
+fn refuse_pgbench(workload: &Workload) -> Result<()> {
+    if workload.kind.is_pgbench() {
+        return Err(usage(format!(
+            "the {} workload is pgbench's and runs on PostgreSQL targets only; on MariaDB/MySQL \
+             use point-select, read-only, read-write, insert or query. Nothing was changed",
+            workload.kind.name()
+        )));
+    }
+    Ok(())
 }
 
 /// For a user's server: is its process on this machine? Only for sockets and loopback hosts,

@@ -222,7 +222,7 @@ impl Script for OltpScript {
                 Ok(1)
             }
             WorkloadKind::ReadOnly | WorkloadKind::ReadWrite => self.transaction(conn, rng),
-            WorkloadKind::Query => unreachable!("query workloads use QueryScript"),
+            _ => unreachable!("query and pgbench workloads do not use OltpScript"),
         }
     }
 }

@@ -1,0 +1,490 @@
+//! PostgreSQL's admin connection: pg_settings, ALTER SYSTEM + pg_reload_conf(), the
+//! privilege probes, an advisory lock as the run lock, the journal's server copy in a
+//! `dbtax_journal` table of dbtax's database. Nothing here changes the server except the
+//! statements the trait names as changes.
+
+use super::catalog::CURRENT_LOGFILE;
+use super::{clean_error, quote_literal};
+use crate::feature::toggle::same_value;
+use crate::server::catalog::{Feature, Plugin};
+use crate::server::{Admin, ServerLost, Support, SupportContext};
+use anyhow::{Result, anyhow, bail};
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
+
+/// The advisory lock key of dbtax's run lock ("dbtx"; below 2^32, so pg_locks shows it as
+/// objid with classid 0).
+const RUN_LOCK: i64 = 0x6462_7478;
+/// The table that keeps the journal on the server, in dbtax's database.
+const JOURNAL_TABLE: &str = "dbtax_journal";
+/// How long a reload may take to reach this session.
+const RELOAD_PATIENCE: Duration = Duration::from_secs(5);
+
+/// An admin connection to a PostgreSQL server.
+pub struct PgAdmin {
+    conn: postgres::Client,
+    /// How to reach other databases (the journal's copy).
+    base: postgres::Config,
+    /// Libraries this session tried to LOAD (so that their settings are known).
+    loaded: BTreeSet<String>,
+    superuser: Option<bool>,
+}
+
+fn failed(sql: &str, e: postgres::Error) -> anyhow::Error {
+    if e.as_db_error().is_some() {
+        anyhow!("{sql}: {}", clean_error(&e))
+    } else {
+        ServerLost(clean_error(&e)).into()
+    }
+}
+
+impl PgAdmin {
+    /// Wrap a connection; `base` reaches the server's other databases.
+    pub fn new(conn: postgres::Client, base: postgres::Config) -> Self {
+        PgAdmin {
+            conn,
+            base,
+            loaded: BTreeSet::new(),
+            superuser: None,
+        }
+    }
+
+    fn run(&mut self, sql: &str) -> Result<()> {
+        self.conn.batch_execute(sql).map_err(|e| failed(sql, e))
+    }
+
+    fn is_superuser(&mut self) -> Result<bool> {
+        if let Some(s) = self.superuser {
+            return Ok(s);
+        }
+        let row = self.conn.query_one(
+            "SELECT rolsuper FROM pg_roles WHERE rolname = current_user",
+            &[],
+        )?;
+        let s: bool = row.get(0);
+        self.superuser = Some(s);
+        Ok(s)
+    }
+
+    /// LOAD the library a dotted setting belongs to (`auto_explain.log_analyze`), once, so
+    /// that pg_settings knows it. A library that must be preloaded (pgaudit) refuses; its
+    /// settings stay unknown until a restart loads it.
+    fn load_owner_libraries(&mut self, names: &[&str]) {
+        for n in names {
+            let Some((lib, _)) = n.split_once('.') else {
+                continue;
+            };
+            if self.loaded.insert(lib.to_string()) {
+                let _ = self
+                    .conn
+                    .batch_execute(&format!("LOAD {}", quote_literal(lib)));
+            }
+        }
+    }
+
+    /// (setting, context) from pg_settings.
+    fn settings(&mut self, names: &[&str]) -> Result<BTreeMap<String, (String, String)>> {
+        self.load_owner_libraries(names);
+        let names: Vec<String> = names.iter().map(|s| s.to_ascii_lowercase()).collect();
+        let rows = self.conn.query(
+            "SELECT name, setting, context FROM pg_settings WHERE name = ANY($1)",
+            &[&names],
+        )?;
+        Ok(rows
+            .into_iter()
+            .map(|r| (r.get(0), (r.get(1), r.get(2))))
+            .collect())
+    }
+
+    /// Is the library on the server? LOAD it in this session (superusers only): a missing
+    /// file says "could not access file"; one that must be preloaded refuses otherwise.
+    fn library_missing(&mut self, lib: &str) -> Result<Option<String>> {
+        if !self.is_superuser()? {
+            return Ok(None);
+        }
+        match self
+            .conn
+            .batch_execute(&format!("LOAD {}", quote_literal(lib)))
+        {
+            Err(e) if clean_error(&e).contains("could not access file") => {
+                let major = self.major_version().unwrap_or(15);
+                let package = match lib {
+                    "pgaudit" => format!("postgresql-{major}-pgaudit"),
+                    _ => format!("postgresql-contrib (or postgresql-{major})"),
+                };
+                Ok(Some(format!(
+                    "the {lib} library is not installed on the server: install the {package} \
+                     package (e.g. `sudo apt-get install {}`)",
+                    package.split_whitespace().next().unwrap_or(&package)
+                )))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    fn major_version(&mut self) -> Option<u32> {
+        let row = self.conn.query_one("SHOW server_version_num", &[]).ok()?;
+        row.get::<_, String>(0)
+            .parse::<u32>()
+            .ok()
+            .map(|n| n / 10000)
+    }
+
+    /// After ALTER SYSTEM: reload, and wait until this session sees `want` (the postmaster
+    /// has re-read the files, so new connections get it).
+    fn reload_and_wait(&mut self, name: &str, want: Option<&str>) -> Result<()> {
+        self.run("SELECT pg_reload_conf()")?;
+        let deadline = Instant::now() + RELOAD_PATIENCE;
+        while let Some(want) = want {
+            let now = self.settings(&[name])?.remove(name).map(|(v, _)| v);
+            if now.as_deref().is_none_or(|v| same_value(v, want)) || Instant::now() > deadline {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        Ok(())
+    }
+
+    fn journal_conn(&self, db: &str) -> Result<postgres::Client> {
+        let mut c = self.base.clone();
+        c.dbname(db);
+        Ok(c.connect(postgres::NoTls)?)
+    }
+}
+
+/// `ALTER SYSTEM SET name = 'value'`.
+fn alter_sql(name: &str, value: &str) -> String {
+    format!("ALTER SYSTEM SET {name} = {}", quote_literal(value))
+}
+
+/// The ALTER SYSTEM that puts a setting's postgresql.auto.conf entry back.
+fn restore_alter(name: &str, value: &str, persisted: Option<Option<&str>>) -> String {
+    match persisted {
+        Some(Some(v)) => alter_sql(name, v),
+        Some(None) => format!("ALTER SYSTEM RESET {name}"),
+        None => alter_sql(name, value),
+    }
+}
+
+/// What a setting's change needs that this login may lack, as GRANT statements.
+const GRANTS: &str = "GRANT ALTER SYSTEM ON PARAMETER <name> TO <user>; GRANT EXECUTE ON \
+                      FUNCTION pg_reload_conf() TO <user>; GRANT SELECT ON pg_file_settings TO \
+                      <user> (PostgreSQL 15+), or make it a superuser";
+
+impl Admin for PgAdmin {
+    fn global_vars(&mut self, names: &[&str]) -> Result<BTreeMap<String, String>> {
+        let mut out: BTreeMap<String, String> = self
+            .settings(names)?
+            .into_iter()
+            .map(|(k, (v, _))| (k, v))
+            .collect();
+        if names.contains(&CURRENT_LOGFILE) {
+            let row = self.conn.query_one("SELECT pg_current_logfile()", &[]);
+            if let Some(f) = row.ok().and_then(|r| r.get::<_, Option<String>>(0)) {
+                out.insert(CURRENT_LOGFILE.into(), f);
+            }
+        }
+        Ok(out)
+    }
+
+    fn set_sql(&self, name: &str, value: &str) -> String {
+        format!("{}; SELECT pg_reload_conf()", alter_sql(name, value))
+    }
+
+    fn set_global(&mut self, name: &str, value: &str) -> Result<String> {
+        self.run(&alter_sql(name, value))?;
+        self.reload_and_wait(name, Some(value))?;
+        Ok(self.set_sql(name, value))
+    }
+
+    /// Back to the entry postgresql.auto.conf had: the same value when there was one, else
+    /// RESET (the line goes), so the file ends as it began.
+    fn restore_global(
+        &mut self,
+        name: &str,
+        value: &str,
+        persisted: Option<Option<&str>>,
+    ) -> Result<Option<String>> {
+        let sql = restore_alter(name, value, persisted);
+        match self.conn.batch_execute(&sql) {
+            Ok(()) => {}
+            Err(e) if e.code() == Some(&postgres::error::SqlState::UNDEFINED_OBJECT) => {
+                return Ok(None);
+            }
+            Err(e) => return Err(failed(&sql, e)),
+        }
+        self.reload_and_wait(name, None)?;
+        Ok(Some(format!("{sql}; SELECT pg_reload_conf()")))
+    }
+
+    fn restore_sql(&self, name: &str, value: &str, persisted: Option<Option<&str>>) -> String {
+        format!(
+            "{}; SELECT pg_reload_conf()",
+            restore_alter(name, value, persisted)
+        )
+    }
+
+    fn persisted(&mut self, names: &[&str]) -> Result<Option<BTreeMap<String, Option<String>>>> {
+        let rows = self
+            .conn
+            .query(
+                "SELECT name, setting FROM pg_file_settings \
+                 WHERE sourcefile LIKE '%/postgresql.auto.conf' ORDER BY seqno",
+                &[],
+            )
+            .map_err(|e| anyhow!("reading pg_file_settings: {}", clean_error(&e)))?;
+        let file: BTreeMap<String, String> = rows
+            .into_iter()
+            .map(|r| (r.get::<_, String>(0), r.get::<_, String>(1)))
+            .collect();
+        Ok(Some(
+            names
+                .iter()
+                .map(|n| (n.to_string(), file.get(*n).cloned()))
+                .collect(),
+        ))
+    }
+
+    fn restart_only(&mut self, settings: &[(String, String)]) -> Result<Vec<Option<String>>> {
+        let names: Vec<&str> = settings.iter().map(|(k, _)| k.as_str()).collect();
+        let known = self.settings(&names)?;
+        let mut out = vec![];
+        for (k, v) in settings {
+            let option = match known.get(k) {
+                Some((current, ctx)) if ctx == "postmaster" => {
+                    // A library list keeps what the server preloads already.
+                    let merged = if k.ends_with("_libraries")
+                        && !current.is_empty()
+                        && !current.split(',').any(|l| l.trim() == v)
+                    {
+                        format!("{current},{v}")
+                    } else {
+                        v.clone()
+                    };
+                    Some(format!("{k}={merged}"))
+                }
+                None if k.contains('.') => Some(format!("{k}={v}")),
+                _ => None,
+            };
+            out.push(option);
+        }
+        Ok(out)
+    }
+
+    fn relevant_names(&self) -> &'static [&'static str] {
+        &[
+            "server_version",
+            "shared_buffers",
+            "max_connections",
+            "synchronous_commit",
+            "fsync",
+            "full_page_writes",
+            "wal_level",
+            "wal_compression",
+            "logging_collector",
+            "log_destination",
+            "shared_preload_libraries",
+        ]
+    }
+
+    /// Superusers may; others need ALTER SYSTEM on the parameter, pg_reload_conf() and
+    /// pg_file_settings (to restore postgresql.auto.conf exactly).
+    fn probe_set_privilege(&mut self, name: &str, _current: &str) -> Result<(), String> {
+        let why = |e: postgres::Error| format!("cannot check the privileges: {}", clean_error(&e));
+        if self.is_superuser().map_err(|e| e.to_string())? {
+            return Ok(());
+        }
+        let row = self
+            .conn
+            .query_one(
+                "SELECT has_parameter_privilege($1, 'ALTER SYSTEM'), \
+                 has_function_privilege('pg_reload_conf()', 'EXECUTE'), \
+                 has_table_privilege('pg_file_settings', 'SELECT')",
+                &[&name],
+            )
+            .map_err(why)?;
+        let (alter, reload, read): (bool, bool, bool) = (row.get(0), row.get(1), row.get(2));
+        if alter && reload && read {
+            return Ok(());
+        }
+        Err(format!(
+            "this user may not change {name} with ALTER SYSTEM and put it back exactly \
+             (needs: {GRANTS})"
+        ))
+    }
+
+    fn status_counters(&mut self) -> Result<BTreeMap<String, f64>> {
+        let row = self.conn.query_one(
+            "SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '0/0')::float8",
+            &[],
+        )?;
+        Ok(BTreeMap::from([("wal_bytes".to_string(), row.get(0))]))
+    }
+
+    fn support(&mut self, f: &Feature, ctx: SupportContext) -> Result<Support> {
+        let settings: Vec<(String, String)> =
+            f.on.iter()
+                .chain(f.off)
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+        for (k, v) in &settings {
+            if k.ends_with("_preload_libraries") {
+                for lib in v.split(',').map(str::trim).filter(|l| !l.is_empty()) {
+                    if let Some(why) = self.library_missing(lib)? {
+                        return Ok(Support::No(why));
+                    }
+                }
+            }
+        }
+        let names: Vec<&str> = settings.iter().map(|(k, _)| k.as_str()).collect();
+        let known = self.settings(&names)?;
+        for (k, _) in &settings {
+            if !k.contains('.') && !known.contains_key(k) {
+                return Ok(Support::No(format!("the server has no setting {k}")));
+            }
+            if let Err(why) = self.probe_set_privilege(k, "") {
+                return Ok(Support::No(why));
+            }
+        }
+        let restart = self.restart_only(&settings)?;
+        let opts: Vec<&str> = restart.iter().flatten().map(String::as_str).collect();
+        if opts.is_empty() {
+            return Ok(Support::Yes(String::new()));
+        }
+        if !ctx.can_restart {
+            return Ok(Support::No(format!(
+                "switching it takes a server restart ({}: pg_settings says so), which dbtax \
+                 does only on a managed target, or with --restart-cmd",
+                opts.join(" ")
+            )));
+        }
+        Ok(Support::Yes(format!(
+            "restarts the server with {} for its trials (pg_settings: context postmaster)",
+            opts.join(" ")
+        )))
+    }
+
+    fn plugin_active(&mut self, _p: &Plugin) -> Result<bool> {
+        Ok(false)
+    }
+
+    fn install_sql(&self, p: &Plugin) -> String {
+        format!("-- PostgreSQL has no plugin {}", p.soname)
+    }
+
+    fn uninstall_sql(&self, soname: &str) -> String {
+        format!("-- PostgreSQL has no plugin {soname}")
+    }
+
+    fn install_plugin(&mut self, p: &Plugin) -> Result<String> {
+        bail!("PostgreSQL has no plugins to install ({})", p.soname)
+    }
+
+    fn uninstall_plugin(&mut self, _soname: &str) -> Result<Option<String>> {
+        Ok(None)
+    }
+
+    /// The cluster's system identifier (set by initdb, the same however it is reached).
+    fn identity(&mut self) -> Result<String> {
+        match self
+            .conn
+            .query_one("SELECT system_identifier FROM pg_control_system()", &[])
+        {
+            Ok(r) => Ok(format!("postgres-{}", r.get::<_, i64>(0))),
+            Err(_) => {
+                let row = self.conn.query_one(
+                    "SELECT coalesce(inet_server_addr()::text, 'socket'), \
+                     current_setting('port'), current_setting('cluster_name')",
+                    &[],
+                )?;
+                let (a, p, c): (String, String, String) = (row.get(0), row.get(1), row.get(2));
+                Ok(format!("postgres-{}-{a}-{p}-{c}", crate::host::hostname()))
+            }
+        }
+    }
+
+    fn try_run_lock(&mut self) -> Result<bool> {
+        let row = self
+            .conn
+            .query_one("SELECT pg_try_advisory_lock($1)", &[&RUN_LOCK])?;
+        Ok(row.get(0))
+    }
+
+    fn run_lock_holder(&mut self) -> Result<Option<String>> {
+        let row = self.conn.query_opt(
+            "SELECT a.pid, coalesce(a.usename::text, ''), coalesce(a.client_addr::text, 'local'), \
+             extract(epoch FROM now() - a.backend_start)::int8 \
+             FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid \
+             WHERE l.locktype = 'advisory' AND l.granted AND l.classid = 0 \
+             AND l.objid = $1::int8::oid AND l.objsubid = 1",
+            &[&RUN_LOCK],
+        )?;
+        Ok(row.map(|r| {
+            let (pid, user, addr, secs): (i32, String, String, i64) =
+                (r.get(0), r.get(1), r.get(2), r.get(3));
+            format!("backend {pid} of {user} from {addr}, connected {secs} s ago")
+        }))
+    }
+
+    fn save_server_journal(&mut self, schema: &str, key: &str, journal: &str) -> Result<()> {
+        let mut c = self.journal_conn(schema)?;
+        c.batch_execute(&format!(
+            "CREATE TABLE IF NOT EXISTS {JOURNAL_TABLE} (server text PRIMARY KEY, \
+             journal text NOT NULL, saved_at timestamptz NOT NULL DEFAULT now())"
+        ))?;
+        c.execute(
+            &format!(
+                "INSERT INTO {JOURNAL_TABLE} (server, journal) VALUES ($1, $2) ON CONFLICT \
+                 (server) DO UPDATE SET journal = excluded.journal, saved_at = now()"
+            ),
+            &[&key, &journal],
+        )
+        .map_err(|e| anyhow!("saving the journal on the server: {}", clean_error(&e)))?;
+        Ok(())
+    }
+
+    fn load_server_journals(&mut self, key: &str) -> Result<Vec<(String, String)>> {
+        let dbs: Vec<String> = self
+            .conn
+            .query(
+                "SELECT datname FROM pg_database WHERE datallowconn AND NOT datistemplate",
+                &[],
+            )?
+            .into_iter()
+            .map(|r| r.get(0))
+            .collect();
+        let mut out = vec![];
+        for db in dbs {
+            let Ok(mut c) = self.journal_conn(&db) else {
+                continue;
+            };
+            let has = c
+                .query_one(
+                    "SELECT to_regclass($1) IS NOT NULL",
+                    &[&format!("public.{JOURNAL_TABLE}")],
+                )
+                .is_ok_and(|r| r.get::<_, bool>(0));
+            if !has {
+                continue;
+            }
+            let rows = c
+                .query(
+                    &format!("SELECT journal FROM {JOURNAL_TABLE} WHERE server = $1"),
+                    &[&key],
+                )
+                .unwrap_or_default();
+            out.extend(rows.into_iter().map(|r| (db.clone(), r.get(0))));
+        }
+        Ok(out)
+    }
+
+    fn delete_server_journal(&mut self, schema: &str, key: &str) -> Result<()> {
+        let mut c = self.journal_conn(schema)?;
+        c.execute(
+            &format!("DELETE FROM {JOURNAL_TABLE} WHERE server = $1"),
+            &[&key],
+        )
+        .map_err(|e| anyhow!("removing the journal on the server: {}", clean_error(&e)))?;
+        Ok(())
+    }
+}
