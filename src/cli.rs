@@ -19,6 +19,7 @@ fn workload_kind() -> impl TypedValueParser<Value = WorkloadKind> {
 #[command(name = "dbtax", version, about, long_about = None)]
 #[command(after_help = "Examples:
   dbtax demo --quick                      general log, slow log, audit vs off on a throwaway MariaDB
+  dbtax demo --quick --target managed:postgres     log_statement, log_min_duration, pgaudit on PostgreSQL
   dbtax bench --workload point-select --threads 8 --duration 5s
   dbtax run --feature general-log --threads 1,8 --precision 3
   dbtax run experiment.toml --target 'mysql://root:pw@127.0.0.1:3306/test' --dry-run
@@ -40,7 +41,9 @@ pub enum Command {
   dbtax bench --workload query --query 'select 1' --threads 64 --queries 1000000
   dbtax bench --rate 2000 --threads 8                   open loop: 2000 events/s, latency from each intended start
   dbtax bench --rate 50% --json                         half of the capacity measured first
-  dbtax bench --target 'mysql://root@localhost/test?socket=/run/mysqld/mysqld.sock'")]
+  dbtax bench --target 'mysql://root@localhost/test?socket=/run/mysqld/mysqld.sock'
+  dbtax bench --target managed:postgres --workload select-only --threads 32
+  dbtax bench --target 'postgres://postgres@/bench?host=/run/postgresql' --workload tpcb-like")]
     Bench(Box<BenchArgs>),
     /// Run an experiment: variants × thread counts in interleaved, randomized blocks.
     #[command(after_help = "Examples:
@@ -50,19 +53,23 @@ pub enum Command {
   dbtax run --feature slow-log --rate 50%               added latency and server CPU at half of capacity
   dbtax run --feature general-log --rate 25%,50%,80% --threads 8
   dbtax run experiment.toml --target 'mysql://root:pw@127.0.0.1:3306/'
+  dbtax run --preset pg-logging --quick                 log_statement, log_min_duration, pgaudit on PostgreSQL
+  dbtax run --target 'postgres://postgres:pw@127.0.0.1:5432/app' --feature auto-explain -w select-only
 
 The first variant is the baseline. Overhead = 100 x (1 - qps_variant / qps_baseline),
 estimated from block-paired ratios with a 95% t interval. Settings are journaled before any
 change and restored at exit, on error and on Ctrl-C; `dbtax restore` after a kill -9.")]
     Run(Box<RunArgs>),
-    /// General log, slow log and audit plugin vs off, on a throwaway MariaDB.
+    /// General log, slow log and audit vs off, on a throwaway MariaDB or PostgreSQL.
     #[command(after_help = "Examples:
   dbtax demo            threads 1, 4, 16, 64 (about 5 minutes)
-  dbtax demo --quick    threads 1 and 16, fewer blocks (under 2 minutes)")]
+  dbtax demo --quick    threads 1 and 16, fewer blocks (under 2 minutes)
+  dbtax demo --quick --target managed:postgres")]
     Demo(DemoArgs),
     /// List the feature catalog and whether the target supports each feature.
     #[command(after_help = "Examples:
   dbtax features
+  dbtax features --target managed:postgres
   dbtax features --target 'mysql://root:pw@127.0.0.1:3306/'")]
     Features(FeaturesArgs),
     /// Re-render a results.json: the table, and on request HTML, CSV and SVG charts.
@@ -92,8 +99,9 @@ change and restored at exit, on error and on Ctrl-C; `dbtax restore` after a kil
 /// Where the server is, and how to start a managed one.
 #[derive(Debug, Args, Clone)]
 pub struct TargetArgs {
-    /// managed:mariadb (a throwaway server), mysql://user:pass@host:port/db, or
-    /// mysql://user@localhost/db?socket=/path/mysqld.sock.
+    /// managed:mariadb or managed:postgres (a throwaway server), mysql://user:pass@host:port/db,
+    /// mysql://user@localhost/db?socket=/path/mysqld.sock, postgres://user:pass@host:port/db
+    /// or postgres://user@/db?host=/socket/dir.
     /// [default: managed:mariadb]
     #[arg(long, short = 't', env = "DBTAX_TARGET")]
     pub target: Option<String>,
@@ -269,6 +277,15 @@ pub struct DemoArgs {
     /// Managed server binary.
     #[arg(long, value_name = "PATH")]
     pub server_bin: Option<PathBuf>,
+    /// The throwaway server: managed:mariadb, or managed:postgres (log_statement,
+    /// log_min_duration_statement and pgaudit on pgbench's select-only).
+    #[arg(
+        long,
+        short = 't',
+        default_value = "managed:mariadb",
+        value_name = "TARGET"
+    )]
+    pub target: String,
 }
 
 /// `dbtax features`.

@@ -57,6 +57,10 @@ pub struct Trial {
     pub server_cpu_us_per_query: Option<f64>,
     /// Growth of the feature's log files per statement, bytes; null when unknown.
     pub log_bytes_per_query: Option<f64>,
+    /// Write-ahead log per statement, bytes: PostgreSQL's WAL (pg_current_wal_insert_lsn()
+    /// before and after), or the MySQL family's binary log (Binlog_bytes_written).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wal_bytes_per_query: Option<f64>,
     /// Other clients' statements during the trial, in percent of dbtax's own (from the
     /// server's `Questions`), when above 5%: the server CPU per query is then withheld.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -226,6 +230,9 @@ pub struct Cell {
     pub server_cpu_us_per_query_median: Option<f64>,
     /// Median log bytes per statement (null when unknown).
     pub log_bytes_per_query_median: Option<f64>,
+    /// Median WAL (or binary log) bytes per statement, when the server tells.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wal_bytes_per_query_median: Option<f64>,
     /// Throughput overhead against the baseline; null for the baseline.
     pub overhead: Option<Overhead>,
     /// Extra server CPU per statement against the baseline, µs, with its 95% CI: a second,

@@ -1,15 +1,27 @@
-//! `dbtax demo`: general log, slow log and audit plugin against off, on a throwaway MariaDB.
+//! `dbtax demo`: general log, slow log and audit against off, on a throwaway server: MariaDB
+//! (general log, slow log, server_audit) or PostgreSQL (log_statement, log_min_duration_statement,
+//! pgaudit).
 
 use crate::cli::DemoArgs;
+use crate::error::usage;
 use crate::experiment::execute::RunOptions;
 use crate::server::{ManagedConfig, ManagedKind, ServerConfig, TargetSpec};
 use anyhow::Result;
 
 /// Run `dbtax demo`.
 pub fn run(args: DemoArgs) -> Result<()> {
-    let exp = crate::config::presets::demo(args.quick);
+    let spec = TargetSpec::parse(&args.target)?;
+    let TargetSpec::Managed(kind) = spec else {
+        return Err(usage(format!(
+            "the demo runs on a throwaway server: --target managed:mariadb or managed:postgres, \
+             not {}. For your own server use `dbtax run --target URL --feature general-log \
+             --feature slow-log --feature audit`",
+            spec.redacted()
+        )));
+    };
+    let exp = crate::config::presets::demo(args.quick, kind == ManagedKind::Postgres);
     let config = ServerConfig {
-        spec: TargetSpec::Managed(ManagedKind::Mariadb),
+        spec,
         schema: None,
         managed: ManagedConfig {
             server_bin: args.server_bin.clone(),

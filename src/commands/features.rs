@@ -8,9 +8,15 @@ use anyhow::Result;
 /// List the catalog, with each feature's support on the target.
 pub fn run(args: FeaturesArgs) -> Result<()> {
     if args.offline {
-        for n in catalog::names(Family::Mariadb) {
-            let f = catalog::lookup(n, Family::Mariadb)?;
-            println!("{:<12} {}", f.name, f.description);
+        for (family, title) in [
+            (Family::Mariadb, "MariaDB / MySQL"),
+            (Family::Postgres, "PostgreSQL"),
+        ] {
+            println!("{title}:");
+            for n in catalog::names(family) {
+                let f = catalog::lookup(n, family)?;
+                println!("  {:<22} {}", f.name, f.description);
+            }
         }
         return Ok(());
     }
@@ -33,7 +39,7 @@ pub fn run(args: FeaturesArgs) -> Result<()> {
             Support::Yes(note) => ("yes", format!(" ({note})")),
             Support::No(why) => ("no", format!(" ({why})")),
         };
-        println!("  {:<12} {:<4} {}{}", f.name, mark, f.description, note);
+        println!("  {:<22} {:<4} {}{}", f.name, mark, f.description, note);
     }
     Ok(())
 }

@@ -22,7 +22,7 @@ pub struct Preset {
 }
 
 /// Every preset.
-pub const ALL: [Preset; 4] = [
+pub const ALL: [Preset; 6] = [
     Preset {
         name: "seed-slow-log",
         study: "000: impact of the slow query log (mysqlslap, select 1, 64 clients)",
@@ -42,6 +42,16 @@ pub const ALL: [Preset; 4] = [
         name: "seed-binlog",
         study: "004: binlog preallocation (mysqlslap inserts, sync_binlog=1, 10 to 150 threads)",
         summary: "binary log on vs off (a restart between blocks) for auto-increment inserts with sync_binlog=1; total time for N inserts",
+    },
+    Preset {
+        name: "pg-logging",
+        study: "PostgreSQL's counterpart of 000-003: statement logging and audit (pgbench -S)",
+        summary: "log_statement = 'all', log_min_duration_statement = 0 and pgaudit vs off; pgbench's select-only at 1, 4, 16, 64 clients (default target managed:postgres)",
+    },
+    Preset {
+        name: "pg-durability",
+        study: "PostgreSQL's counterpart of 003 and 004: commit durability × full-page writes (pgbench -N)",
+        summary: "synchronous_commit on/off × full_page_writes on/off on pgbench's simple-update; each factor's cost within the other (default target managed:postgres)",
     },
 ];
 
@@ -175,6 +185,49 @@ pub fn build(name: &str, size: Size) -> Result<Experiment> {
             ]);
             e
         }
+        "pg-logging" => {
+            let w = Workload {
+                kind: WorkloadKind::SelectOnly,
+                ..Default::default()
+            };
+            let threads = pick(vec![1, 16], vec![1, 4, 16, 64], vec![1, 4, 16, 64, 128]);
+            let mut e = base(name, w, threads, if quick { 4 } else { 8 });
+            e.trial = Duration::from_secs(1);
+            e.warmup = Duration::from_millis(if quick { 300 } else { 500 });
+            e.target = Some("managed:postgres".into());
+            e.variants = variants_for_features(
+                &["log-statement", "log-min-duration", "pgaudit"].map(String::from),
+            );
+            e
+        }
+        "pg-durability" => {
+            let w = Workload {
+                kind: WorkloadKind::SimpleUpdate,
+                ..Default::default()
+            };
+            let threads = pick(vec![4, 16], vec![1, 4, 16, 64], vec![1, 4, 16, 64, 128]);
+            let mut e = base(name, w, threads, if quick { 4 } else { 8 });
+            e.trial = Duration::from_secs(1);
+            e.warmup = Duration::from_millis(if quick { 300 } else { 500 });
+            e.target = Some("managed:postgres".into());
+            e.variants = product(&[
+                (
+                    "commit".into(),
+                    vec![
+                        level("async", None, &[]),
+                        level("sync", Some("sync-commit"), &[]),
+                    ],
+                ),
+                (
+                    "pages".into(),
+                    vec![
+                        level("fpw-off", None, &[]),
+                        level("fpw-on", Some("full-page-writes"), &[]),
+                    ],
+                ),
+            ]);
+            e
+        }
         "seed-binlog" => {
             let w = Workload {
                 kind: WorkloadKind::Insert,
@@ -215,7 +268,9 @@ pub fn build(name: &str, size: Size) -> Result<Experiment> {
 /// precision run: a few blocks at the other thread counts, the rest of the time at the
 /// headline's (16 threads), on the variants whose interval is still widest, until ±5 points
 /// (`--quick`, about 2 minutes) or ±3 (about 5 minutes).
-pub fn demo(quick: bool) -> Experiment {
+/// On PostgreSQL the same three names mean log_statement, log_min_duration_statement and
+/// pgaudit, on pgbench's select-only (`postgres`).
+pub fn demo(quick: bool, postgres: bool) -> Experiment {
     let features = ["general-log", "slow-log", "audit"].map(String::from);
     let (threads, points, budget, others) = if quick {
         (vec![1, 16], 5.0, 100, 3)
@@ -225,7 +280,11 @@ pub fn demo(quick: bool) -> Experiment {
     let mut e = base(
         "demo",
         Workload {
-            kind: WorkloadKind::PointSelect,
+            kind: if postgres {
+                WorkloadKind::SelectOnly
+            } else {
+                WorkloadKind::PointSelect
+            },
             tables: 4,
             table_size: 100_000,
             ..Default::default()

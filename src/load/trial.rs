@@ -445,6 +445,9 @@ fn summarize(
         ),
         server_cpu_us_per_query,
         log_bytes_per_query,
+        wal_bytes_per_query: ["wal_bytes", "Binlog_bytes_written"]
+            .iter()
+            .find_map(|k| server_counters_per_query.get(*k).copied()),
         server_counters_per_query,
         other_clients_pct: others_pct.filter(|p| *p > OTHER_CLIENTS_PCT),
         rate: open.as_ref().map(|o| o.0.clone()),

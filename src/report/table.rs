@@ -45,10 +45,15 @@ pub fn render(r: &Results) -> String {
     if r.rate.is_some() {
         s += &super::rate::table(r, width);
     }
+    // A WAL column when some variant writes one (PostgreSQL; MySQL with its binary log).
+    let wal = r
+        .cells
+        .iter()
+        .any(|c| c.wal_bytes_per_query_median.is_some_and(|w| w > 0.0));
     for t in threads.into_iter().filter(|_| r.rate.is_none()) {
         s += &format!("\nthreads {t}\n");
         s += &format!(
-            "  {:<width$} {:>10} {:>6}  {:<46} {:>8} {:>13} {:>9}{}\n",
+            "  {:<width$} {:>10} {:>6}  {:<46} {:>8} {:>13} {:>9}{}{}\n",
             "variant",
             "qps",
             "blocks",
@@ -56,6 +61,7 @@ pub fn render(r: &Results) -> String {
             "p95 ms",
             "server µs/q",
             "log B/q",
+            if wal { "   WAL B/q" } else { "" },
             if timed { "    time s" } else { "" }
         );
         for c in r.cells.iter().filter(|c| c.threads == t) {
@@ -64,8 +70,13 @@ pub fn render(r: &Results) -> String {
             } else {
                 String::new()
             };
+            let wal_bytes = if wal {
+                format!(" {:>9}", fmt_opt(c.wal_bytes_per_query_median, 0))
+            } else {
+                String::new()
+            };
             s += &format!(
-                "  {:<width$} {:>10.0} {:>6}  {:<46} {:>8.3} {:>13} {:>9}{time}\n",
+                "  {:<width$} {:>10.0} {:>6}  {:<46} {:>8.3} {:>13} {:>9}{wal_bytes}{time}\n",
                 c.variant,
                 c.qps_median,
                 c.trials.len(),

@@ -113,6 +113,19 @@ pub fn headlines(r: &Results) -> Vec<String> {
             if let Some(b) = top.log_bytes_per_query_median.filter(|b| *b >= 0.5) {
                 costs.push(format!("{b:.0} bytes of log"));
             }
+            let base_wal = r
+                .cells
+                .iter()
+                .find(|c| c.variant == v.baseline && c.threads == top.threads)
+                .and_then(|c| c.wal_bytes_per_query_median);
+            if let (Some(w), Some(b)) = (top.wal_bytes_per_query_median, base_wal)
+                && (w - b).abs() >= 0.5
+            {
+                costs.push(format!(
+                    "{:+.0} bytes of WAL ({w:.0} against {b:.0})",
+                    w - b
+                ));
+            }
             if !costs.is_empty() {
                 s += &format!("; {} per query", costs.join(" and "));
             }

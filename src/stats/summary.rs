@@ -143,6 +143,7 @@ pub fn summarize(cells: &[CellTrials]) -> Summary {
                 p95_ms_median: of(|t| t.latency_ms.p95),
                 server_cpu_us_per_query_median: opt_median(|t| t.server_cpu_us_per_query),
                 log_bytes_per_query_median: opt_median(|t| t.log_bytes_per_query),
+                wal_bytes_per_query_median: opt_median(|t| t.wal_bytes_per_query),
                 duration_s_median: of(|t| t.duration_s),
                 trials: c.trials.clone(),
                 overhead,

@@ -347,7 +347,12 @@ impl Admin for PgAdmin {
             }
         }
         let restart = self.restart_only(&settings)?;
-        let opts: Vec<&str> = restart.iter().flatten().map(String::as_str).collect();
+        let mut opts: Vec<&str> = vec![];
+        for o in restart.iter().flatten() {
+            if !opts.contains(&o.as_str()) {
+                opts.push(o);
+            }
+        }
         if opts.is_empty() {
             return Ok(Support::Yes(String::new()));
         }
