@@ -150,6 +150,7 @@ mod tests {
             started_at: "now".into(),
             originals: vec![("general_log".into(), "OFF".into())],
             installed_plugins: vec!["server_audit".into()],
+            persisted: Some(BTreeMap::from([("log_statement".into(), None)])),
         };
         j.save(&p).unwrap();
         assert_eq!(Journal::load(&p).unwrap(), Some(j));

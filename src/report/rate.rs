@@ -93,7 +93,7 @@ pub fn headlines(r: &Results) -> Vec<String> {
         .filter(|p| p.threads == r.headline_threads)
         .collect();
     for v in r.variants.iter().skip(1) {
-        let who = phrase(&v.name, v.feature.as_deref());
+        let who = phrase(r, &v.name, v.feature.as_deref());
         for p in &pts {
             let (Some(c), Some(base)) = (cell(r, &v.name, p), cell(r, &v.baseline, p)) else {
                 continue;

@@ -6,8 +6,14 @@ use crate::results::{Cell, Overhead, Results};
 use crate::stats::overhead::robust_disagrees;
 
 /// How a variant reads in a sentence.
-pub fn phrase(variant: &str, feature: Option<&str>) -> String {
+pub fn phrase(r: &Results, variant: &str, feature: Option<&str>) -> String {
+    let postgres = r.target.kind.contains("postgres");
     match feature.unwrap_or(variant) {
+        "general-log" | "log-statement" if postgres => "log_statement = 'all'".into(),
+        "slow-log" | "log-min-duration" if postgres => "log_min_duration_statement = 0".into(),
+        "audit" | "pgaudit" if postgres => "pgaudit (pgaudit.log = 'all')".into(),
+        "sync-commit" => "synchronous_commit = on".into(),
+        "full-page-writes" => "full_page_writes = on".into(),
         "general-log" => "the general log".into(),
         "slow-log" => "the slow log (long_query_time=0)".into(),
         "audit" => "the audit plugin".into(),
@@ -49,7 +55,7 @@ pub fn headlines(r: &Results) -> Vec<String> {
                 .or(cells.last())
                 .copied()?;
             let o = top.overhead.as_ref()?;
-            let mut who = phrase(&v.name, v.feature.as_deref());
+            let mut who = phrase(r, &v.name, v.feature.as_deref());
             if v.feature.as_deref().is_some_and(|f| f != v.name) {
                 who += &format!(" ({})", v.name);
             }

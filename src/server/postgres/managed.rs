@@ -45,7 +45,10 @@ pub fn find_bin_dir(explicit: Option<&Path>) -> Result<PathBuf> {
     let path = std::env::var_os("PATH").unwrap_or_default();
     for d in std::env::split_paths(&path) {
         if d.join("postgres").is_file() && d.join("initdb").is_file() {
-            return Ok(d);
+            // The installation's own folder (PATH may hold links to it): PostgreSQL finds its
+            // libraries and pgbench beside the real binary.
+            let real = std::fs::canonicalize(d.join("postgres")).unwrap_or(d.join("postgres"));
+            return Ok(real.parent().map(Path::to_path_buf).unwrap_or(d));
         }
     }
     let mut versions: Vec<(u32, PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")

@@ -1,0 +1,455 @@
+//! Against a real PostgreSQL: one cluster for this whole test binary, started by dbtax's own
+//! managed-cluster code (as the `postgres` system user when the tests run as root) on a
+//! private socket and 127.0.0.1 at a free port, stopped by its pid at the end. dbtax reaches
+//! it by URL, as a user's own server: the journal, the exact restore of postgresql.auto.conf
+//! and the privilege probe are the real ones. The managed demo and the missing-pgaudit check
+//! start clusters of their own through dbtax.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+use common::{text, validate_results};
+use dbtax::server::ManagedConfig;
+use dbtax::server::postgres::managed::{PgManaged, find_bin_dir};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+struct Ctx {
+    server: PgManaged,
+    state_dir: PathBuf,
+    work: PathBuf,
+}
+
+impl Ctx {
+    fn url(&self, db: &str) -> String {
+        self.url_as("postgres", db)
+    }
+
+    fn url_as(&self, user: &str, db: &str) -> String {
+        format!(
+            "postgres://{user}@localhost:{}/{db}?host={}",
+            self.server.port(),
+            self.server.socket_dir().display()
+        )
+    }
+
+    fn sql(&self, db: &str) -> postgres::Client {
+        self.server
+            .config(db)
+            .connect(postgres::NoTls)
+            .expect("connecting to the test PostgreSQL")
+    }
+
+    /// A setting as a new connection sees it.
+    fn show(&self, name: &str) -> String {
+        self.sql("postgres")
+            .query_one(&format!("SHOW {name}"), &[])
+            .unwrap()
+            .get(0)
+    }
+
+    fn count(&self, db: &str, table: &str) -> i64 {
+        self.sql(db)
+            .query_one(&format!("SELECT count(*) FROM {table}"), &[])
+            .unwrap()
+            .get(0)
+    }
+
+    fn auto_conf(&self) -> Vec<u8> {
+        std::fs::read(self.server.datadir().join("postgresql.auto.conf")).unwrap()
+    }
+
+    fn dbtax(&self) -> Command {
+        common::dbtax(&self.state_dir)
+    }
+
+    fn run<S: AsRef<std::ffi::OsStr>>(&self, args: &[S]) -> Output {
+        self.dbtax().args(args).output().expect("running dbtax")
+    }
+
+    /// `dbtax run` of select-only with `features` against off, in database `db`.
+    fn run_args(&self, db: &str, features: &[&str], trial: &str, repeats: &str) -> Vec<String> {
+        let mut a: Vec<String> = ["run", "--target", &self.url(db), "-w", "select-only"]
+            .map(String::from)
+            .to_vec();
+        for f in features {
+            a.extend(["--feature".to_string(), f.to_string()]);
+        }
+        let out = self.work.join(format!("out-{}", a.len() + repeats.len()));
+        a.extend(
+            [
+                "--threads",
+                "2",
+                "--repeats",
+                repeats,
+                "--trial",
+                trial,
+                "--warmup",
+                "0.2s",
+                "--no-warmup-round",
+                "--out",
+            ]
+            .map(String::from),
+        );
+        a.push(out.display().to_string());
+        a
+    }
+
+    fn journals(&self) -> usize {
+        std::fs::read_dir(self.state_dir.join("journal"))
+            .map(|d| d.count())
+            .unwrap_or(0)
+    }
+
+    /// Start `dbtax` in the background and wait until a new connection sees `name = want`.
+    fn spawn_until(&self, args: &[String], name: &str, want: &str) -> std::process::Child {
+        let mut child = self
+            .dbtax()
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let start = Instant::now();
+        while self.show(name) != want {
+            if let Ok(Some(s)) = child.try_wait() {
+                let mut err = String::new();
+                std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
+                panic!("dbtax ended ({s}) before {name} = {want}: {err}");
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(90),
+                "{name} never became {want}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        child
+    }
+}
+
+fn ok(o: &Output) {
+    assert_eq!(o.status.code(), Some(0), "{}", text(o));
+}
+
+/// A setting preset with ALTER SYSTEM before each safety scenario: restore must bring its
+/// line in postgresql.auto.conf back as it was, and leave no line of its own.
+fn preset_auto_conf(ctx: &Ctx) -> Vec<u8> {
+    let mut c = ctx.sql("postgres");
+    c.batch_execute("ALTER SYSTEM SET log_min_duration_statement = '250ms'")
+        .unwrap();
+    c.batch_execute("SELECT pg_reload_conf()").unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    let conf = ctx.auto_conf();
+    assert!(String::from_utf8_lossy(&conf).contains("log_min_duration_statement = '250ms'"));
+    conf
+}
+
+fn pgbench() -> PathBuf {
+    find_bin_dir(None).unwrap().join("pgbench")
+}
+
+fn bench_reuses_pgbench_tables_with_their_row_counts_unchanged(ctx: &Ctx) {
+    ctx.sql("postgres")
+        .batch_execute("CREATE DATABASE pgb")
+        .unwrap();
+    let init = Command::new(pgbench())
+        .args(["-i", "-s", "2", "-q", "-h"])
+        .arg(ctx.server.socket_dir())
+        .args([
+            "-p",
+            &ctx.server.port().to_string(),
+            "-U",
+            "postgres",
+            "pgb",
+        ])
+        .output()
+        .unwrap();
+    ok(&init);
+    let counts = || {
+        [
+            "pgbench_accounts",
+            "pgbench_branches",
+            "pgbench_tellers",
+            "pgbench_history",
+        ]
+        .map(|t| ctx.count("pgb", t))
+    };
+    let before = counts();
+    assert_eq!(before, [200_000, 2, 20, 0]);
+    let o = ctx.run(&[
+        "bench",
+        "--target",
+        &ctx.url("pgb"),
+        "-w",
+        "select-only",
+        "--threads",
+        "2",
+        "--duration",
+        "1s",
+        "--warmup",
+        "0.2s",
+        "--json",
+    ]);
+    ok(&o);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["workload"]["scale_found"], 2, "{v}");
+    assert_eq!(v["workload"]["tables_found"][0]["created"], false);
+    assert!(v["queries"].as_u64().unwrap() > 100, "{v}");
+    assert!(v["server_cpu_us_per_query"].as_f64().unwrap() > 0.0, "{v}");
+    assert_eq!(counts(), before, "select-only changed the pgbench tables");
+    // tpcb-like writes: a history row per transaction, the other tables' rows stay.
+    let o = ctx.run(&[
+        "bench",
+        "--target",
+        &ctx.url("pgb"),
+        "-w",
+        "tpcb-like",
+        "--threads",
+        "2",
+        "--duration",
+        "1s",
+        "--warmup",
+        "0.2s",
+        "--json",
+    ]);
+    ok(&o);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let events = v["tps"].as_f64().unwrap() * v["duration_s"].as_f64().unwrap();
+    let after = counts();
+    assert_eq!(after[..3], before[..3]);
+    assert!(
+        after[3] as f64 >= events * 0.9,
+        "{after:?} after {events} transactions"
+    );
+    // 7 statements per transaction (BEGIN, 3 updates, a select, an insert, END), and WAL.
+    assert!(
+        (v["queries"].as_f64().unwrap() / events - 7.0).abs() < 0.1,
+        "{v}"
+    );
+    assert!(v["wal_bytes_per_query"].as_f64().unwrap() > 10.0, "{v}");
+}
+
+fn a_run_measures_statement_logging_and_puts_auto_conf_back_byte_for_byte(ctx: &Ctx) {
+    let conf = preset_auto_conf(ctx);
+    let args = ctx.run_args("dbtax", &["log-statement", "log-min-duration"], "0.5s", "2");
+    let o = ctx.run(&args);
+    ok(&o);
+    let out = args.last().unwrap();
+    let v = validate_results(&Path::new(out).join("results.json"));
+    for f in ["log-statement", "log-min-duration"] {
+        let c = v["cells"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["variant"] == f)
+            .unwrap();
+        assert!(
+            c["log_bytes_per_query_median"].as_f64().unwrap() > 20.0,
+            "{c}"
+        );
+        assert!(
+            c["server_cpu_us_per_query_median"].as_f64().unwrap() > 0.0,
+            "{c}"
+        );
+        assert!(c["overhead"]["ci95_pct"].is_array(), "{c}");
+    }
+    assert_eq!(v["target"]["kind"], "postgres");
+    assert_eq!(ctx.auto_conf(), conf, "postgresql.auto.conf changed");
+    assert_eq!(ctx.show("log_statement"), "none");
+    assert_eq!(ctx.show("log_min_duration_statement"), "250ms");
+    assert_eq!(ctx.journals(), 0);
+    assert_eq!(ctx.count("dbtax", "dbtax_journal"), 0);
+}
+
+fn ctrl_c_restores_auto_conf_byte_for_byte(ctx: &Ctx) {
+    let conf = preset_auto_conf(ctx);
+    let args = ctx.run_args("dbtax", &["log-statement"], "2s", "20");
+    let child = ctx.spawn_until(&args, "log_statement", "all");
+    // SAFETY: a pid we spawned.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(130), "{}", text(&o));
+    assert_eq!(ctx.auto_conf(), conf);
+    assert_eq!(ctx.show("log_statement"), "none");
+    assert_eq!(ctx.journals(), 0);
+}
+
+fn kill_9_then_restore_puts_auto_conf_back(ctx: &Ctx) {
+    let conf = preset_auto_conf(ctx);
+    let args = ctx.run_args("dbtax", &["log-statement"], "2s", "20");
+    let mut child = ctx.spawn_until(&args, "log_statement", "all");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let changed = ctx.auto_conf();
+    assert_ne!(changed, conf, "the run had changed postgresql.auto.conf");
+    // A new run refuses, and changes nothing.
+    let o = ctx.run(&args);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("dbtax restore"), "{}", text(&o));
+    assert_eq!(ctx.auto_conf(), changed);
+    let o = ctx.run(&["restore", "--target", &ctx.url("dbtax")]);
+    ok(&o);
+    assert_eq!(ctx.auto_conf(), conf, "{}", text(&o));
+    assert_eq!(ctx.show("log_statement"), "none");
+    assert_eq!(ctx.show("log_min_duration_statement"), "250ms");
+    assert_eq!(ctx.journals(), 0);
+}
+
+fn a_user_without_privileges_gets_exit_2_and_nothing_changes(ctx: &Ctx) {
+    let conf = ctx.auto_conf();
+    ctx.sql("postgres")
+        .batch_execute("CREATE ROLE plain LOGIN")
+        .unwrap();
+    let mut args = ctx.run_args("dbtax", &["log-statement"], "0.5s", "2");
+    args[2] = ctx.url_as("plain", "dbtax");
+    let o = ctx.run(&args);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let msg = text(&o);
+    assert!(msg.contains("GRANT ALTER SYSTEM"), "{msg}");
+    assert!(!msg.contains("panicked"), "{msg}");
+    assert_eq!(ctx.auto_conf(), conf);
+    assert_eq!(ctx.show("log_statement"), "none");
+}
+
+/// A copy of the installed PostgreSQL without pgaudit.so: PostgreSQL finds its libraries
+/// relative to its binary, so a binary copied beside a lib folder of links is another
+/// installation.
+fn install_without_pgaudit(work: &Path, root: &Path) -> PathBuf {
+    let bin = find_bin_dir(None).unwrap();
+    let version = bin.parent().unwrap();
+    let major = version.file_name().unwrap().to_str().unwrap();
+    let fake = root.join("lib/postgresql").join(major);
+    std::fs::create_dir_all(fake.join("bin")).unwrap();
+    std::fs::create_dir_all(fake.join("lib")).unwrap();
+    for b in ["postgres", "initdb"] {
+        std::fs::copy(bin.join(b), fake.join("bin").join(b)).unwrap();
+    }
+    for e in std::fs::read_dir(version.join("lib")).unwrap().flatten() {
+        if e.file_name() != "pgaudit.so" {
+            std::os::unix::fs::symlink(e.path(), fake.join("lib").join(e.file_name())).unwrap();
+        }
+    }
+    std::fs::create_dir_all(root.join("share/postgresql")).unwrap();
+    std::os::unix::fs::symlink(
+        Path::new("/usr/share/postgresql").join(major),
+        root.join("share/postgresql").join(major),
+    )
+    .unwrap();
+    // The server runs as the postgres user: it must reach the copy (a test's temporary
+    // folder is private to its owner).
+    for d in [
+        work,
+        root,
+        &root.join("lib"),
+        &root.join("lib/postgresql"),
+        &fake,
+        &fake.join("bin"),
+    ] {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    fake.join("bin/postgres")
+}
+
+fn pgaudit_missing_is_unsupported_and_names_the_package(ctx: &Ctx) {
+    let root = ctx.work.join("pg-without-pgaudit");
+    let bin = install_without_pgaudit(&ctx.work, &root);
+    let o = ctx.run(&[
+        "features",
+        "--target",
+        "managed:postgres",
+        "--server-bin",
+        bin.to_str().unwrap(),
+    ]);
+    ok(&o);
+    let out = String::from_utf8_lossy(&o.stdout);
+    let line = out
+        .lines()
+        .find(|l| l.trim_start().starts_with("pgaudit"))
+        .unwrap();
+    assert!(line.contains(" no "), "{out}");
+    assert!(line.contains("-pgaudit"), "names the package: {line}");
+    assert!(
+        out.lines()
+            .any(|l| l.contains("log-statement") && l.contains(" yes ")),
+        "{out}"
+    );
+    let o = ctx.run(&[
+        "run",
+        "--target",
+        "managed:postgres",
+        "--server-bin",
+        bin.to_str().unwrap(),
+        "--feature",
+        "audit",
+        "--dry-run",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("postgresql-") && text(&o).contains("pgaudit"),
+        "{}",
+        text(&o)
+    );
+}
+
+fn the_managed_demo_answers_the_three_questions(ctx: &Ctx) {
+    let out = ctx.work.join("demo");
+    let o = ctx.run(&[
+        "demo",
+        "--quick",
+        "--target",
+        "managed:postgres",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    ok(&o);
+    let v = validate_results(&out.join("results.json"));
+    assert_eq!(v["target"]["kind"], "managed:postgres");
+    for f in ["general-log", "slow-log", "audit"] {
+        let c = v["cells"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["variant"] == f && c["threads"] == 16)
+            .unwrap_or_else(|| panic!("no {f} at 16 threads"));
+        assert!(c["overhead"]["ci95_pct"].is_array(), "{c}");
+        assert!(
+            c["log_bytes_per_query_median"].as_f64().unwrap() > 20.0,
+            "{c}"
+        );
+        assert!(
+            c["server_cpu_us_per_query_median"].as_f64().unwrap() > 0.0,
+            "{c}"
+        );
+        assert!(String::from_utf8_lossy(&o.stdout).contains(&format!("'{f}'")));
+    }
+}
+
+fn main() {
+    let work = tempfile::tempdir().unwrap();
+    common::harness(dbtax_scenarios(), || {
+        let server = PgManaged::start(&ManagedConfig {
+            port: Some(common::free_port()),
+            ..Default::default()
+        })
+        .expect("starting the test PostgreSQL (make test installs postgresql-15)");
+        Ctx {
+            server,
+            state_dir: work.path().join("state"),
+            work: work.path().to_path_buf(),
+        }
+    });
+}
+
+fn dbtax_scenarios() -> &'static [common::Scenario<Ctx>] {
+    crate::scenarios![Ctx;
+        bench_reuses_pgbench_tables_with_their_row_counts_unchanged,
+        a_run_measures_statement_logging_and_puts_auto_conf_back_byte_for_byte,
+        ctrl_c_restores_auto_conf_byte_for_byte,
+        kill_9_then_restore_puts_auto_conf_back,
+        a_user_without_privileges_gets_exit_2_and_nothing_changes,
+        pgaudit_missing_is_unsupported_and_names_the_package,
+        the_managed_demo_answers_the_three_questions,
+    ]
+}
