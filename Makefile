@@ -1,5 +1,5 @@
 # The two commands of the README's quick start: `make demo` and `make test`.
-# Both install what they need (MariaDB server, sysbench) with apt when it is missing.
+# Both install what they need (MariaDB server, sysbench, PostgreSQL) with apt when missing.
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT := DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get
@@ -7,12 +7,17 @@ CARGO ?= cargo
 
 .PHONY: demo demo-quick test deps test-deps build bench clean
 
-## Install the MariaDB server and sysbench when missing (Debian/Ubuntu).
+## Install the MariaDB server, sysbench, and PostgreSQL 15 with pgaudit and contrib
+## (auto_explain, pg_stat_statements, pgbench) when missing (Debian/Ubuntu). The PostgreSQL
+## package creates the `postgres` user dbtax runs its managed clusters as when root.
+PG_PACKAGES := postgresql-15 postgresql-15-pgaudit postgresql-contrib
 deps:
 	@if ! command -v mariadbd >/dev/null 2>&1 && [ ! -x /usr/sbin/mariadbd ] && [ ! -x /usr/sbin/mysqld ] \
-	   || ! command -v sysbench >/dev/null 2>&1; then \
-	  echo "Installing mariadb-server and sysbench with apt-get..."; \
-	  $(APT) update -q && $(APT) install -y -q mariadb-server sysbench; \
+	   || ! command -v sysbench >/dev/null 2>&1 \
+	   || ! ls /usr/lib/postgresql/*/lib/pgaudit.so >/dev/null 2>&1 \
+	   || ! ls /usr/lib/postgresql/*/bin/pgbench >/dev/null 2>&1; then \
+	  echo "Installing mariadb-server, sysbench and $(PG_PACKAGES) with apt-get..."; \
+	  $(APT) update -q && $(APT) install -y -q mariadb-server sysbench $(PG_PACKAGES); \
 	fi
 
 ## The tests also open the HTML report in headless Chromium.
@@ -38,9 +43,10 @@ test: test-deps
 	$(CARGO) clippy --all-targets -- -D warnings
 	$(CARGO) test
 
-## dbtax vs sysbench: client CPU per query and QPS, by threads (prints ratios).
+## dbtax vs sysbench and vs pgbench: client CPU per query and QPS, by threads (prints ratios).
 bench: deps build
 	bash bench/vs-sysbench.sh
+	bash bench/vs-pgbench.sh
 
 clean:
 	$(CARGO) clean
