@@ -287,15 +287,15 @@ fn states(exp: &Experiment, features: &[Feature]) -> (Vec<String>, Vec<State>) {
     (touched, states)
 }
 
+/// Settings' entries in the server's persisted settings file (`Admin::persisted`).
+type Persisted = BTreeMap<String, Option<String>>;
+
 /// The exact statements of the plan, from the current values: what the dry run shows.
 fn statements(
     admin: &dyn Admin,
     variants: &[PlannedVariant],
     touched: &[String],
-    (current, persisted): (
-        &BTreeMap<String, String>,
-        Option<&BTreeMap<String, Option<String>>>,
-    ),
+    (current, persisted): (&BTreeMap<String, String>, Option<&Persisted>),
     (plugins, switched, plugin_vars): (&[Plugin], &[Plugin], &[String]),
 ) -> Statements {
     let now = |k: &str| current.get(k).cloned();

@@ -168,7 +168,8 @@ impl TargetSpec {
                 redact_raw(s)
             ))
         };
-        let parsed = url::Url::parse(s).map_err(|e| bad(&e.to_string()))?;
+        let with_host = libpq_empty_host(s);
+        let parsed = url::Url::parse(&with_host).map_err(|e| bad(&e.to_string()))?;
         let postgres = matches!(parsed.scheme(), "postgres" | "postgresql");
         if !postgres && parsed.scheme() != "mysql" && parsed.scheme() != "mariadb" {
             return Err(bad(&format!("unknown scheme '{}'", parsed.scheme())));
@@ -252,6 +253,25 @@ impl TargetSpec {
     }
 }
 
+/// libpq allows an empty host (`postgres://user@/db?host=/dir`, `postgres://user@:5433/db`):
+/// the url crate does not, so such a URL gets `localhost` there (the socket folder wins).
+fn libpq_empty_host(s: &str) -> String {
+    let Some(rest) = s
+        .strip_prefix("postgres://")
+        .or_else(|| s.strip_prefix("postgresql://"))
+    else {
+        return s.to_string();
+    };
+    let scheme_len = s.len() - rest.len();
+    let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
+    let at = rest[..authority_end].rfind('@').map_or(0, |i| i + 1);
+    if rest[at..authority_end].starts_with(':') || at == authority_end {
+        let split = scheme_len + at;
+        return format!("{}localhost{}", &s[..split], &s[split..]);
+    }
+    s.to_string()
+}
+
 /// Redact the password of anything that looks like `scheme://user:pass@...`, for errors
 /// about strings that did not parse and for the command line stored in results.
 pub fn redact_raw(s: &str) -> String {
@@ -330,6 +350,9 @@ mod tests {
             TargetSpec::parse("managed:postgres").unwrap(),
             TargetSpec::Managed(ManagedKind::Postgres)
         );
+        // Its redacted form (no password) parses back to the same target.
+        let again = TargetSpec::parse(&t.redacted()).unwrap();
+        assert_eq!(again, t);
         let e = TargetSpec::parse("postgres://u:hunter2@h/db?socket=/x").unwrap_err();
         assert!(!format!("{e:#}").contains("hunter2"), "{e:#}");
     }

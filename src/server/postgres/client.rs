@@ -138,7 +138,7 @@ impl Script for PgbenchScript {
     fn event(&mut self, c: &mut postgres::Client, rng: &mut Rng) -> Result<u32, postgres::Error> {
         let aid = random(rng, 1, ACCOUNTS as i64 * self.scale);
         let Some([begin, account, teller, branch, history, end]) = &self.writes else {
-            c.query(&self.select, &[&aid])?;
+            c.execute(&self.select, &[&aid])?;
             return Ok(1);
         };
         let bid = random(rng, 1, self.scale);
