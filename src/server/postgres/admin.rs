@@ -336,6 +336,25 @@ impl Admin for PgAdmin {
                 }
             }
         }
+        let mut notes = vec![];
+        // A library every variant needs preloaded (`requires_on` names the list setting,
+        // `managed_server_opts` the library): a managed cluster starts with it.
+        if let (Some(list), Some(opt)) = (f.requires_on, f.managed_server_opts.first()) {
+            let lib = opt.split_once('=').map_or(*opt, |(_, l)| l);
+            if let Some(why) = self.library_missing(lib)? {
+                return Ok(Support::No(why));
+            }
+            let now = self.global_vars(&[list])?.remove(list).unwrap_or_default();
+            if !now.split(',').any(|l| l.trim() == lib) {
+                if !ctx.managed {
+                    return Ok(Support::No(format!(
+                        "needs {lib} in {list}, which takes a server restart: add it in the \
+                         server's configuration, or use a managed target"
+                    )));
+                }
+                notes.push(format!("starts the managed server with {opt}"));
+            }
+        }
         let names: Vec<&str> = settings.iter().map(|(k, _)| k.as_str()).collect();
         let known = self.settings(&names)?;
         for (k, _) in &settings {
@@ -354,7 +373,7 @@ impl Admin for PgAdmin {
             }
         }
         if opts.is_empty() {
-            return Ok(Support::Yes(String::new()));
+            return Ok(Support::Yes(notes.join("; ")));
         }
         if !ctx.can_restart {
             return Ok(Support::No(format!(

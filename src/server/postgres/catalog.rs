@@ -77,19 +77,17 @@ const AUTO_EXPLAIN_NO_TIMING: Feature = Feature {
     ..AUTO_EXPLAIN
 };
 
+/// The library must be preloaded in every variant: a managed cluster starts with it, a
+/// user's server must have it already; then `track` switches by reload.
 const PG_STAT_STATEMENTS: Feature = Feature {
     name: "pg-stat-statements",
-    description: "pg_stat_statements tracking top-level statements (track = top vs none; the \
-                  library is preloaded in both, which takes a restart)",
-    on: &[
-        ("shared_preload_libraries", "pg_stat_statements"),
-        ("pg_stat_statements.track", "top"),
-    ],
-    off: &[
-        ("shared_preload_libraries", "pg_stat_statements"),
-        ("pg_stat_statements.track", "none"),
-    ],
+    description: "pg_stat_statements tracking top-level statements (track = top vs none, by \
+                  reload; the library preloaded in both)",
+    on: &[("pg_stat_statements.track", "top")],
+    off: &[("pg_stat_statements.track", "none")],
     log_file_vars: &[],
+    requires_on: Some("shared_preload_libraries"),
+    managed_server_opts: &["shared_preload_libraries=pg_stat_statements"],
     ..NONE
 };
 
