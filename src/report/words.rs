@@ -9,11 +9,15 @@ use crate::stats::overhead::robust_disagrees;
 pub fn phrase(r: &Results, variant: &str, feature: Option<&str>) -> String {
     let postgres = r.target.kind.contains("postgres");
     match feature.unwrap_or(variant) {
-        "general-log" | "log-statement" if postgres => "log_statement = 'all'".into(),
-        "slow-log" | "log-min-duration" if postgres => "log_min_duration_statement = 0".into(),
-        "audit" | "pgaudit" if postgres => "pgaudit (pgaudit.log = 'all')".into(),
-        "sync-commit" => "synchronous_commit = on".into(),
-        "full-page-writes" => "full_page_writes = on".into(),
+        "general-log" | "log-statement" if postgres => {
+            "the statement log (log_statement = 'all')".into()
+        }
+        "slow-log" | "log-min-duration" if postgres => {
+            "the duration log (log_min_duration_statement = 0)".into()
+        }
+        "audit" | "pgaudit" if postgres => "the pgaudit extension (pgaudit.log = 'all')".into(),
+        "sync-commit" => "synchronous commit (synchronous_commit = on)".into(),
+        "full-page-writes" => "full-page writes (full_page_writes = on)".into(),
         "general-log" => "the general log".into(),
         "slow-log" => "the slow log (long_query_time=0)".into(),
         "audit" => "the audit plugin".into(),

@@ -408,9 +408,12 @@ fn the_managed_demo_answers_the_three_questions(ctx: &Ctx) {
     assert_eq!(v["target"]["kind"], "managed:postgres");
     let words = String::from_utf8_lossy(&o.stdout);
     for (f, said) in [
-        ("general-log", "log_statement = 'all'"),
-        ("slow-log", "log_min_duration_statement = 0"),
-        ("audit", "pgaudit (pgaudit.log = 'all')"),
+        ("general-log", "The statement log (log_statement = 'all')"),
+        (
+            "slow-log",
+            "The duration log (log_min_duration_statement = 0)",
+        ),
+        ("audit", "The pgaudit extension (pgaudit.log = 'all')"),
     ] {
         assert!(words.contains(said), "the words name {said}: {words}");
         let c = v["cells"]
