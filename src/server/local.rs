@@ -82,6 +82,32 @@ pub fn spawn_server(mut cmd: Command, death_signal: i32) -> std::io::Result<Chil
     cmd.spawn()
 }
 
+/// Wait until a server we just started answers (`answers`), for at most 120 s. When it
+/// exits first, `child` is cleared and the error quotes the end of its `log`; on a timeout
+/// it stays, for its owner to stop.
+pub fn wait_until_answers(
+    child: &mut Option<Child>,
+    what: &str,
+    log: &Path,
+    answers: impl Fn() -> bool,
+) -> Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        if let Some(status) = child.as_mut().and_then(|c| c.try_wait().ok().flatten()) {
+            *child = None;
+            let tail = tail_of(log, 20);
+            bail!("the managed {what} exited during start-up ({status}):\n{tail}");
+        }
+        if answers() {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            bail!("the managed {what} did not answer within 120 s");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// Stop a server we started, by its pid: `signal`, then up to 60 s, then SIGKILL.
 pub fn stop_child(mut child: Child, signal: i32) {
     // SAFETY: kill with a pid we spawned and have not reaped.

@@ -8,11 +8,11 @@ use crate::error::usage;
 use crate::server::ManagedConfig;
 use crate::server::local::{
     make_private_dir, remove_stale_dirs, running_as_root, spawn_server, stop_child, tail_of,
+    wait_until_answers,
 };
 use anyhow::{Context, Result, bail};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
 
 /// A running throwaway server.
 #[derive(Debug)]
@@ -207,25 +207,11 @@ impl ManagedServer {
         let child = spawn_server(cmd, libc::SIGTERM)
             .with_context(|| format!("starting {}", self.bin.display()))?;
         self.child = Some(child);
-        let deadline = Instant::now() + Duration::from_secs(120);
-        loop {
-            if let Some(status) = self
-                .child
-                .as_mut()
-                .and_then(|c| c.try_wait().ok().flatten())
-            {
-                self.child = None;
-                let tail = tail_of(&self.dir.join("error.log"), 20);
-                bail!("the managed server exited during start-up ({status}):\n{tail}");
-            }
-            if self.socket().exists() && mysql::Conn::new(self.opts()).is_ok() {
-                return Ok(());
-            }
-            if Instant::now() > deadline {
-                bail!("the managed server did not answer within 120 s");
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        let (socket, opts) = (self.socket(), self.opts());
+        let log = self.dir.join("error.log");
+        wait_until_answers(&mut self.child, "server", &log, || {
+            socket.exists() && mysql::Conn::new(opts.clone()).is_ok()
+        })
     }
 
     /// Restart with other options (restart-only settings). `extra` replaces the previous extra.

@@ -9,11 +9,11 @@ use crate::error::usage;
 use crate::server::ManagedConfig;
 use crate::server::local::{
     make_private_dir, remove_stale_dirs, running_as_root, spawn_server, stop_child, tail_of,
+    wait_until_answers,
 };
 use anyhow::{Context, Result, bail};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
 
 /// The superuser initdb creates; dbtax logs in as it over the private socket.
 pub const SUPERUSER: &str = "postgres";
@@ -229,25 +229,11 @@ impl PgManaged {
         cmd.args(self.server_args());
         let child = spawn_server(cmd, libc::SIGINT).context("starting postgres")?;
         self.child = Some(child);
-        let deadline = Instant::now() + Duration::from_secs(120);
-        loop {
-            if let Some(status) = self
-                .child
-                .as_mut()
-                .and_then(|c| c.try_wait().ok().flatten())
-            {
-                self.child = None;
-                let tail = tail_of(&self.datadir().join("log/postgresql.log"), 20);
-                bail!("the managed PostgreSQL exited during start-up ({status}):\n{tail}");
-            }
-            if self.config("postgres").connect(postgres::NoTls).is_ok() {
-                return Ok(());
-            }
-            if Instant::now() > deadline {
-                bail!("the managed PostgreSQL did not answer within 120 s");
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        let config = self.config("postgres");
+        let log = self.datadir().join("log/postgresql.log");
+        wait_until_answers(&mut self.child, "PostgreSQL", &log, || {
+            config.connect(postgres::NoTls).is_ok()
+        })
     }
 
     /// Restart with other options (restart-only settings). `extra` replaces the previous extra.
