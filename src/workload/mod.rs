@@ -192,6 +192,61 @@ impl Workload {
     }
 }
 
+/// sbtest1..N as every engine prepares them: `max_id(t)` reads table t's largest id (None:
+/// the table is absent); the absent ones are made by `create(t)`, in parallel, with `size`
+/// rows each; an existing empty table is refused. `schema` names where they are, for the
+/// messages (`in schema 'dbtax'`), `prefix` a table's qualifier (`dbtax.`). Returns each
+/// table's largest id and whether dbtax made it.
+pub fn prepare_sbtest(
+    (tables, size, quiet): (u32, u64, bool),
+    (schema, prefix): (&str, &str),
+    mut max_id: impl FnMut(u32) -> Result<Option<u64>>,
+    create: impl Fn(u32) -> Result<()> + Sync,
+) -> Result<(Vec<u64>, Vec<bool>)> {
+    let mut max_ids = vec![0u64; tables as usize];
+    let mut missing = vec![];
+    for t in 1..=tables {
+        match max_id(t)? {
+            Some(m) => max_ids[t as usize - 1] = m,
+            None => missing.push(t),
+        }
+    }
+    if !missing.is_empty() && !quiet {
+        eprintln!(
+            "Preparing {} sbtest table(s) of {size} rows {schema}...",
+            missing.len()
+        );
+    }
+    let create = &create;
+    let results: Vec<Result<()>> = std::thread::scope(|s| {
+        let handles: Vec<_> = missing
+            .iter()
+            .map(|&t| s.spawn(move || create(t)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(anyhow::anyhow!("prepare thread panicked")))
+            })
+            .collect()
+    });
+    for r in results {
+        r?;
+    }
+    for &t in &missing {
+        max_ids[t as usize - 1] = size;
+    }
+    if let Some(t) = max_ids.iter().position(|&m| m == 0) {
+        return Err(usage(format!(
+            "table {prefix}sbtest{} exists but is empty: drop it or run `sysbench ... prepare` again",
+            t + 1
+        )));
+    }
+    let created = (1..=tables).map(|t| missing.contains(&t)).collect();
+    Ok((max_ids, created))
+}
+
 /// Split a SQL text into statements on `;` outside quotes (for `--query` and files).
 pub fn split_sql(text: &str) -> Vec<String> {
     let mut out = vec![];

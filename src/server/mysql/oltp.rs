@@ -28,60 +28,26 @@ pub fn prepare_tables(
     quiet: bool,
 ) -> Result<(Vec<u64>, Vec<bool>)> {
     let mut conn = connect()?;
-    let mut max_ids = vec![0u64; tables as usize];
-    let mut missing = vec![];
-    for t in 1..=tables {
+    let max_id = |t: u32| -> Result<Option<u64>> {
         let exists: Option<u32> = conn
             .exec_first(
                 "SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?",
                 (schema, format!("sbtest{t}")),
             )
             .context("looking for sbtest tables")?;
-        if exists.is_some() {
-            let max: Option<Option<u64>> =
-                conn.query_first(format!("SELECT MAX(id) FROM sbtest{t}"))?;
-            max_ids[t as usize - 1] = max.flatten().unwrap_or(0);
-        } else {
-            missing.push(t);
+        if exists.is_none() {
+            return Ok(None);
         }
-    }
-    if !missing.is_empty() {
-        if !quiet {
-            eprintln!(
-                "Preparing {} sbtest table(s) of {size} rows in schema '{}'...",
-                missing.len(),
-                schema
-            );
-        }
-        let results: Vec<Result<()>> = std::thread::scope(|s| {
-            let handles: Vec<_> = missing
-                .iter()
-                .map(|&t| s.spawn(move || create_table(connect, t, size)))
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| {
-                    h.join()
-                        .unwrap_or_else(|_| Err(anyhow::anyhow!("prepare thread panicked")))
-                })
-                .collect()
-        });
-        for r in results {
-            r?;
-        }
-        for &t in &missing {
-            max_ids[t as usize - 1] = size;
-        }
-    }
-    if let Some(t) = max_ids.iter().position(|&m| m == 0) {
-        return Err(usage(format!(
-            "table {}.sbtest{} exists but is empty: drop it or run `sysbench ... prepare` again",
-            schema,
-            t + 1
-        )));
-    }
-    let created = (1..=tables).map(|t| missing.contains(&t)).collect();
-    Ok((max_ids, created))
+        let max: Option<Option<u64>> =
+            conn.query_first(format!("SELECT MAX(id) FROM sbtest{t}"))?;
+        Ok(Some(max.flatten().unwrap_or(0)))
+    };
+    crate::workload::prepare_sbtest(
+        (tables, size, quiet),
+        (&format!("in schema '{schema}'"), &format!("{schema}.")),
+        max_id,
+        |t| create_table(connect, t, size),
+    )
 }
 
 /// Build sbtestN under a staging name and rename it into place when it is complete: a

@@ -149,6 +149,7 @@ impl Engine for PgEngine {
             _ => {
                 let (ids, created) = tables::prepare_sbtest(
                     &|| Ok(self.connect(schema)?),
+                    schema,
                     workload.tables,
                     workload.table_size,
                     quiet,

@@ -115,56 +115,27 @@ fn copy<W: postgres::GenericClient>(
 /// whether dbtax created it.
 pub fn prepare_sbtest(
     connect: &(dyn Fn() -> Result<postgres::Client> + Sync),
+    db: &str,
     tables: u32,
     size: u64,
     quiet: bool,
 ) -> Result<(Vec<u64>, Vec<bool>)> {
     let mut c = connect()?;
-    let mut max_ids = vec![0u64; tables as usize];
-    let mut missing = vec![];
-    for t in 1..=tables {
-        if exists(&mut c, &format!("sbtest{t}"))? {
-            let max: Option<i32> = c
-                .query_one(&format!("SELECT max(id) FROM sbtest{t}"), &[])?
-                .get(0);
-            max_ids[t as usize - 1] = max.unwrap_or(0).max(0) as u64;
-        } else {
-            missing.push(t);
+    let max_id = |t: u32| -> Result<Option<u64>> {
+        if !exists(&mut c, &format!("sbtest{t}"))? {
+            return Ok(None);
         }
-    }
-    if !missing.is_empty() && !quiet {
-        eprintln!(
-            "Preparing {} sbtest table(s) of {size} rows...",
-            missing.len()
-        );
-    }
-    let results: Vec<Result<()>> = std::thread::scope(|s| {
-        let handles: Vec<_> = missing
-            .iter()
-            .map(|&t| s.spawn(move || create_sbtest(&mut connect()?, t, size)))
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err(anyhow::anyhow!("prepare thread panicked")))
-            })
-            .collect()
-    });
-    for r in results {
-        r?;
-    }
-    for &t in &missing {
-        max_ids[t as usize - 1] = size;
-    }
-    if let Some(t) = max_ids.iter().position(|&m| m == 0) {
-        return Err(usage(format!(
-            "table sbtest{} exists but is empty: drop it or run `sysbench ... prepare` again",
-            t + 1
-        )));
-    }
-    let created = (1..=tables).map(|t| missing.contains(&t)).collect();
-    Ok((max_ids, created))
+        let max: Option<i32> = c
+            .query_one(&format!("SELECT max(id) FROM sbtest{t}"), &[])?
+            .get(0);
+        Ok(Some(max.unwrap_or(0).max(0) as u64))
+    };
+    crate::workload::prepare_sbtest(
+        (tables, size, quiet),
+        (&format!("in database '{db}'"), ""),
+        max_id,
+        |t| create_sbtest(&mut connect()?, t, size),
+    )
 }
 
 /// sbtestN as sysbench's pgsql driver makes it: SERIAL id, k, c, pad, an index on k.
