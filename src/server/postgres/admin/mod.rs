@@ -3,6 +3,9 @@
 //! `dbtax_journal` table of dbtax's database. Nothing here changes the server except the
 //! statements the trait names as changes.
 
+mod held;
+mod probe;
+
 use super::catalog::CURRENT_LOGFILE;
 use super::{clean_error, quote_literal};
 use crate::feature::toggle::same_value;
@@ -12,11 +15,6 @@ use anyhow::{Result, anyhow, bail};
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
-/// The advisory lock key of dbtax's run lock ("dbtx"; below 2^32, so pg_locks shows it as
-/// objid with classid 0).
-const RUN_LOCK: i64 = 0x6462_7478;
-/// The table that keeps the journal on the server, in dbtax's database.
-const JOURNAL_TABLE: &str = "dbtax_journal";
 /// How long a reload may take to reach this session.
 const RELOAD_PATIENCE: Duration = Duration::from_secs(5);
 
@@ -96,40 +94,6 @@ impl PgAdmin {
             .collect())
     }
 
-    /// Is the library on the server? LOAD it in this session (superusers only): a missing
-    /// file says "could not access file"; one that must be preloaded refuses otherwise.
-    fn library_missing(&mut self, lib: &str) -> Result<Option<String>> {
-        if !self.is_superuser()? {
-            return Ok(None);
-        }
-        match self
-            .conn
-            .batch_execute(&format!("LOAD {}", quote_literal(lib)))
-        {
-            Err(e) if clean_error(&e).contains("could not access file") => {
-                let major = self.major_version().unwrap_or(15);
-                let package = match lib {
-                    "pgaudit" => format!("postgresql-{major}-pgaudit"),
-                    _ => format!("postgresql-contrib (or postgresql-{major})"),
-                };
-                Ok(Some(format!(
-                    "the {lib} library is not installed on the server: install the {package} \
-                     package (e.g. `sudo apt-get install {}`)",
-                    package.split_whitespace().next().unwrap_or(&package)
-                )))
-            }
-            _ => Ok(None),
-        }
-    }
-
-    fn major_version(&mut self) -> Option<u32> {
-        let row = self.conn.query_one("SHOW server_version_num", &[]).ok()?;
-        row.get::<_, String>(0)
-            .parse::<u32>()
-            .ok()
-            .map(|n| n / 10000)
-    }
-
     /// After ALTER SYSTEM: reload, and wait until this session sees `want` (the postmaster
     /// has re-read the files, so new connections get it).
     fn reload_and_wait(&mut self, name: &str, want: Option<&str>) -> Result<()> {
@@ -143,12 +107,6 @@ impl PgAdmin {
             std::thread::sleep(Duration::from_millis(10));
         }
         Ok(())
-    }
-
-    fn journal_conn(&self, db: &str) -> Result<postgres::Client> {
-        let mut c = self.base.clone();
-        c.dbname(db);
-        Ok(c.connect(postgres::NoTls)?)
     }
 }
 
@@ -165,11 +123,6 @@ fn restore_alter(name: &str, value: &str, persisted: Option<Option<&str>>) -> St
         None => alter_sql(name, value),
     }
 }
-
-/// What a setting's change needs that this login may lack, as GRANT statements.
-const GRANTS: &str = "GRANT ALTER SYSTEM ON PARAMETER <name> TO <user>; GRANT EXECUTE ON \
-                      FUNCTION pg_reload_conf() TO <user>; GRANT SELECT ON pg_file_settings TO \
-                      <user> (PostgreSQL 15+), or make it a superuser";
 
 impl Admin for PgAdmin {
     fn global_vars(&mut self, names: &[&str]) -> Result<BTreeMap<String, String>> {
@@ -290,27 +243,7 @@ impl Admin for PgAdmin {
     /// Superusers may; others need ALTER SYSTEM on the parameter, pg_reload_conf() and
     /// pg_file_settings (to restore postgresql.auto.conf exactly).
     fn probe_set_privilege(&mut self, name: &str, _current: &str) -> Result<(), String> {
-        let why = |e: postgres::Error| format!("cannot check the privileges: {}", clean_error(&e));
-        if self.is_superuser().map_err(|e| e.to_string())? {
-            return Ok(());
-        }
-        let row = self
-            .conn
-            .query_one(
-                "SELECT has_parameter_privilege($1, 'ALTER SYSTEM'), \
-                 has_function_privilege('pg_reload_conf()', 'EXECUTE'), \
-                 has_table_privilege('pg_file_settings', 'SELECT')",
-                &[&name],
-            )
-            .map_err(why)?;
-        let (alter, reload, read): (bool, bool, bool) = (row.get(0), row.get(1), row.get(2));
-        if alter && reload && read {
-            return Ok(());
-        }
-        Err(format!(
-            "this user may not change {name} with ALTER SYSTEM and put it back exactly \
-             (needs: {GRANTS})"
-        ))
+        self.probe_privilege(name)
     }
 
     fn status_counters(&mut self) -> Result<BTreeMap<String, f64>> {
@@ -322,70 +255,7 @@ impl Admin for PgAdmin {
     }
 
     fn support(&mut self, f: &Feature, ctx: SupportContext) -> Result<Support> {
-        let settings: Vec<(String, String)> =
-            f.on.iter()
-                .chain(f.off)
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect();
-        for (k, v) in &settings {
-            if k.ends_with("_preload_libraries") {
-                for lib in v.split(',').map(str::trim).filter(|l| !l.is_empty()) {
-                    if let Some(why) = self.library_missing(lib)? {
-                        return Ok(Support::No(why));
-                    }
-                }
-            }
-        }
-        let mut notes = vec![];
-        // A library every variant needs preloaded (`requires_on` names the list setting,
-        // `managed_server_opts` the library): a managed cluster starts with it.
-        if let (Some(list), Some(opt)) = (f.requires_on, f.managed_server_opts.first()) {
-            let lib = opt.split_once('=').map_or(*opt, |(_, l)| l);
-            if let Some(why) = self.library_missing(lib)? {
-                return Ok(Support::No(why));
-            }
-            let now = self.global_vars(&[list])?.remove(list).unwrap_or_default();
-            if !now.split(',').any(|l| l.trim() == lib) {
-                if !ctx.managed {
-                    return Ok(Support::No(format!(
-                        "needs {lib} in {list}, which takes a server restart: add it in the \
-                         server's configuration, or use a managed target"
-                    )));
-                }
-                notes.push(format!("starts the managed server with {opt}"));
-            }
-        }
-        let names: Vec<&str> = settings.iter().map(|(k, _)| k.as_str()).collect();
-        let known = self.settings(&names)?;
-        for (k, _) in &settings {
-            if !k.contains('.') && !known.contains_key(k) {
-                return Ok(Support::No(format!("the server has no setting {k}")));
-            }
-            if let Err(why) = self.probe_set_privilege(k, "") {
-                return Ok(Support::No(why));
-            }
-        }
-        let restart = self.restart_only(&settings)?;
-        let mut opts: Vec<&str> = vec![];
-        for o in restart.iter().flatten() {
-            if !opts.contains(&o.as_str()) {
-                opts.push(o);
-            }
-        }
-        if opts.is_empty() {
-            return Ok(Support::Yes(notes.join("; ")));
-        }
-        if !ctx.can_restart {
-            return Ok(Support::No(format!(
-                "switching it takes a server restart ({}: pg_settings says so), which dbtax \
-                 does only on a managed target, or with --restart-cmd",
-                opts.join(" ")
-            )));
-        }
-        Ok(Support::Yes(format!(
-            "restarts the server with {} for its trials (pg_settings: context postmaster)",
-            opts.join(" ")
-        )))
+        self.support_of(f, ctx)
     }
 
     fn plugin_active(&mut self, _p: &Plugin) -> Result<bool> {
@@ -428,87 +298,22 @@ impl Admin for PgAdmin {
     }
 
     fn try_run_lock(&mut self) -> Result<bool> {
-        let row = self
-            .conn
-            .query_one("SELECT pg_try_advisory_lock($1)", &[&RUN_LOCK])?;
-        Ok(row.get(0))
+        self.try_lock()
     }
 
     fn run_lock_holder(&mut self) -> Result<Option<String>> {
-        let row = self.conn.query_opt(
-            "SELECT a.pid, coalesce(a.usename::text, ''), coalesce(a.client_addr::text, 'local'), \
-             extract(epoch FROM now() - a.backend_start)::int8 \
-             FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid \
-             WHERE l.locktype = 'advisory' AND l.granted AND l.classid = 0 \
-             AND l.objid = $1::int8::oid AND l.objsubid = 1",
-            &[&RUN_LOCK],
-        )?;
-        Ok(row.map(|r| {
-            let (pid, user, addr, secs): (i32, String, String, i64) =
-                (r.get(0), r.get(1), r.get(2), r.get(3));
-            format!("backend {pid} of {user} from {addr}, connected {secs} s ago")
-        }))
+        self.lock_holder()
     }
 
     fn save_server_journal(&mut self, schema: &str, key: &str, journal: &str) -> Result<()> {
-        let mut c = self.journal_conn(schema)?;
-        c.batch_execute(&format!(
-            "CREATE TABLE IF NOT EXISTS {JOURNAL_TABLE} (server text PRIMARY KEY, \
-             journal text NOT NULL, saved_at timestamptz NOT NULL DEFAULT now())"
-        ))?;
-        c.execute(
-            &format!(
-                "INSERT INTO {JOURNAL_TABLE} (server, journal) VALUES ($1, $2) ON CONFLICT \
-                 (server) DO UPDATE SET journal = excluded.journal, saved_at = now()"
-            ),
-            &[&key, &journal],
-        )
-        .map_err(|e| anyhow!("saving the journal on the server: {}", clean_error(&e)))?;
-        Ok(())
+        self.save_journal(schema, key, journal)
     }
 
     fn load_server_journals(&mut self, key: &str) -> Result<Vec<(String, String)>> {
-        let dbs: Vec<String> = self
-            .conn
-            .query(
-                "SELECT datname FROM pg_database WHERE datallowconn AND NOT datistemplate",
-                &[],
-            )?
-            .into_iter()
-            .map(|r| r.get(0))
-            .collect();
-        let mut out = vec![];
-        for db in dbs {
-            let Ok(mut c) = self.journal_conn(&db) else {
-                continue;
-            };
-            let has = c
-                .query_one(
-                    "SELECT to_regclass($1) IS NOT NULL",
-                    &[&format!("public.{JOURNAL_TABLE}")],
-                )
-                .is_ok_and(|r| r.get::<_, bool>(0));
-            if !has {
-                continue;
-            }
-            let rows = c
-                .query(
-                    &format!("SELECT journal FROM {JOURNAL_TABLE} WHERE server = $1"),
-                    &[&key],
-                )
-                .unwrap_or_default();
-            out.extend(rows.into_iter().map(|r| (db.clone(), r.get(0))));
-        }
-        Ok(out)
+        self.load_journals(key)
     }
 
     fn delete_server_journal(&mut self, schema: &str, key: &str) -> Result<()> {
-        let mut c = self.journal_conn(schema)?;
-        c.execute(
-            &format!("DELETE FROM {JOURNAL_TABLE} WHERE server = $1"),
-            &[&key],
-        )
-        .map_err(|e| anyhow!("removing the journal on the server: {}", clean_error(&e)))?;
-        Ok(())
+        self.delete_journal(schema, key)
     }
 }

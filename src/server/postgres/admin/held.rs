@@ -1,0 +1,111 @@
+//! What dbtax keeps on a PostgreSQL server while it works: the run lock (an advisory lock,
+//! held by the admin connection) and the copy of the journal (a `dbtax_journal` table in
+//! dbtax's database, found again in any database after a kill -9).
+
+use super::super::clean_error;
+use super::PgAdmin;
+use anyhow::{Result, anyhow};
+
+/// The advisory lock key of dbtax's run lock ("dbtx"; below 2^32, so pg_locks shows it as
+/// objid with classid 0).
+const RUN_LOCK: i64 = 0x6462_7478;
+/// The table that keeps the journal on the server, in dbtax's database.
+const JOURNAL_TABLE: &str = "dbtax_journal";
+
+impl PgAdmin {
+    /// `Admin::try_run_lock`: the advisory lock, without waiting.
+    pub(super) fn try_lock(&mut self) -> Result<bool> {
+        let row = self
+            .conn
+            .query_one("SELECT pg_try_advisory_lock($1)", &[&RUN_LOCK])?;
+        Ok(row.get(0))
+    }
+
+    /// `Admin::run_lock_holder`: the backend holding the lock, from pg_locks.
+    pub(super) fn lock_holder(&mut self) -> Result<Option<String>> {
+        let row = self.conn.query_opt(
+            "SELECT a.pid, coalesce(a.usename::text, ''), coalesce(a.client_addr::text, 'local'), \
+             extract(epoch FROM now() - a.backend_start)::int8 \
+             FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid \
+             WHERE l.locktype = 'advisory' AND l.granted AND l.classid = 0 \
+             AND l.objid = $1::int8::oid AND l.objsubid = 1",
+            &[&RUN_LOCK],
+        )?;
+        Ok(row.map(|r| {
+            let (pid, user, addr, secs): (i32, String, String, i64) =
+                (r.get(0), r.get(1), r.get(2), r.get(3));
+            format!("backend {pid} of {user} from {addr}, connected {secs} s ago")
+        }))
+    }
+
+    /// `Admin::save_server_journal`: upsert this server's row in dbtax's database.
+    pub(super) fn save_journal(&mut self, schema: &str, key: &str, journal: &str) -> Result<()> {
+        let mut c = self.journal_conn(schema)?;
+        c.batch_execute(&format!(
+            "CREATE TABLE IF NOT EXISTS {JOURNAL_TABLE} (server text PRIMARY KEY, \
+             journal text NOT NULL, saved_at timestamptz NOT NULL DEFAULT now())"
+        ))?;
+        c.execute(
+            &format!(
+                "INSERT INTO {JOURNAL_TABLE} (server, journal) VALUES ($1, $2) ON CONFLICT \
+                 (server) DO UPDATE SET journal = excluded.journal, saved_at = now()"
+            ),
+            &[&key, &journal],
+        )
+        .map_err(|e| anyhow!("saving the journal on the server: {}", clean_error(&e)))?;
+        Ok(())
+    }
+
+    /// `Admin::load_server_journals`: every database that has the table, searched.
+    pub(super) fn load_journals(&mut self, key: &str) -> Result<Vec<(String, String)>> {
+        let dbs: Vec<String> = self
+            .conn
+            .query(
+                "SELECT datname FROM pg_database WHERE datallowconn AND NOT datistemplate",
+                &[],
+            )?
+            .into_iter()
+            .map(|r| r.get(0))
+            .collect();
+        let mut out = vec![];
+        for db in dbs {
+            let Ok(mut c) = self.journal_conn(&db) else {
+                continue;
+            };
+            let has = c
+                .query_one(
+                    "SELECT to_regclass($1) IS NOT NULL",
+                    &[&format!("public.{JOURNAL_TABLE}")],
+                )
+                .is_ok_and(|r| r.get::<_, bool>(0));
+            if !has {
+                continue;
+            }
+            let rows = c
+                .query(
+                    &format!("SELECT journal FROM {JOURNAL_TABLE} WHERE server = $1"),
+                    &[&key],
+                )
+                .unwrap_or_default();
+            out.extend(rows.into_iter().map(|r| (db.clone(), r.get(0))));
+        }
+        Ok(out)
+    }
+
+    /// `Admin::delete_server_journal`.
+    pub(super) fn delete_journal(&mut self, schema: &str, key: &str) -> Result<()> {
+        let mut c = self.journal_conn(schema)?;
+        c.execute(
+            &format!("DELETE FROM {JOURNAL_TABLE} WHERE server = $1"),
+            &[&key],
+        )
+        .map_err(|e| anyhow!("removing the journal on the server: {}", clean_error(&e)))?;
+        Ok(())
+    }
+
+    fn journal_conn(&self, db: &str) -> Result<postgres::Client> {
+        let mut c = self.base.clone();
+        c.dbname(db);
+        Ok(c.connect(postgres::NoTls)?)
+    }
+}
