@@ -149,6 +149,26 @@ fn pgbench() -> PathBuf {
     find_bin_dir(None).unwrap().join("pgbench")
 }
 
+/// `dbtax bench --json` of a pgbench workload on database pgb: 2 clients, 1 s.
+fn bench_pgb(ctx: &Ctx, workload: &str) -> serde_json::Value {
+    let o = ctx.run(&[
+        "bench",
+        "--target",
+        &ctx.url("pgb"),
+        "-w",
+        workload,
+        "--threads",
+        "2",
+        "--duration",
+        "1s",
+        "--warmup",
+        "0.2s",
+        "--json",
+    ]);
+    ok(&o);
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
 fn bench_reuses_pgbench_tables_with_their_row_counts_unchanged(ctx: &Ctx) {
     ctx.sql("postgres")
         .batch_execute("CREATE DATABASE pgb")
@@ -177,44 +197,14 @@ fn bench_reuses_pgbench_tables_with_their_row_counts_unchanged(ctx: &Ctx) {
     };
     let before = counts();
     assert_eq!(before, [200_000, 2, 20, 0]);
-    let o = ctx.run(&[
-        "bench",
-        "--target",
-        &ctx.url("pgb"),
-        "-w",
-        "select-only",
-        "--threads",
-        "2",
-        "--duration",
-        "1s",
-        "--warmup",
-        "0.2s",
-        "--json",
-    ]);
-    ok(&o);
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let v = bench_pgb(ctx, "select-only");
     assert_eq!(v["workload"]["scale_found"], 2, "{v}");
     assert_eq!(v["workload"]["tables_found"][0]["created"], false);
     assert!(v["queries"].as_u64().unwrap() > 100, "{v}");
     assert!(v["server_cpu_us_per_query"].as_f64().unwrap() > 0.0, "{v}");
     assert_eq!(counts(), before, "select-only changed the pgbench tables");
     // tpcb-like writes: a history row per transaction, the other tables' rows stay.
-    let o = ctx.run(&[
-        "bench",
-        "--target",
-        &ctx.url("pgb"),
-        "-w",
-        "tpcb-like",
-        "--threads",
-        "2",
-        "--duration",
-        "1s",
-        "--warmup",
-        "0.2s",
-        "--json",
-    ]);
-    ok(&o);
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let v = bench_pgb(ctx, "tpcb-like");
     let events = v["tps"].as_f64().unwrap() * v["duration_s"].as_f64().unwrap();
     let after = counts();
     assert_eq!(after[..3], before[..3]);
