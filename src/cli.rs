@@ -89,6 +89,12 @@ change and restored at exit, on error and on Ctrl-C; `dbtax restore` after a kil
   dbtax fsync                          in the current directory, 5 s per measurement
   dbtax fsync --dir /var/lib/mysql --duration 2s --json")]
     Fsync(FsyncArgs),
+    /// Load for a coordinator on another host: started by `run`/`bench --agents` through SSH,
+    /// speaking JSON lines on stdin/stdout. Not for interactive use.
+    #[command(after_help = "Examples:
+  dbtax run --feature slow-log --agents ssh://client1,ssh://client2 --target 'mysql://u:pw@db:3306/'
+  dbtax agent --stdio      what the coordinator runs on each agent host")]
+    Agent(AgentCmdArgs),
     /// Put back every setting an interrupted run changed (after kill -9 or a crash).
     #[command(after_help = "Examples:
   dbtax restore --target 'mysql://root:pw@127.0.0.1:3306/'
@@ -168,9 +174,40 @@ pub struct BenchArgs {
     pub queries: Option<u64>,
     #[command(flatten)]
     pub rate: RateArgs,
+    #[command(flatten)]
+    pub agents: AgentArgs,
     /// Print one JSON object (DESIGN.md field names) instead of the summary.
     #[arg(long)]
     pub json: bool,
+}
+
+/// `dbtax agent`.
+#[derive(Debug, Args)]
+pub struct AgentCmdArgs {
+    /// Speak the agent protocol on stdin/stdout (the only mode).
+    #[arg(long, required = true)]
+    pub stdio: bool,
+    /// This binary is a temporary copy made by `--agent-bin copy`: delete it at start.
+    #[arg(long, hide = true)]
+    pub remove_binary: bool,
+}
+
+/// Load from other hosts (agents) instead of this process.
+#[derive(Debug, Args, Clone, Default)]
+pub struct AgentArgs {
+    /// Client hosts that generate the load: ssh://[user@]host[:port], comma-separated or
+    /// repeated; `local` runs an agent here. Threads (and a rate) are split evenly, or by
+    /// weight with `host*N`. This process then only measures the server and changes settings.
+    /// SSH is run as `ssh` ($DBTAX_SSH_COMMAND overrides it, as GIT_SSH_COMMAND does).
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub agents: Vec<String>,
+    /// The dbtax binary on the agent hosts (default: `dbtax` on their PATH), or `copy` to copy
+    /// this one to a temporary file there (same architecture checked first).
+    #[arg(long, value_name = "PATH|copy")]
+    pub agent_bin: Option<String>,
+    /// The server's URL as the agents must reach it (default: the one this process uses).
+    #[arg(long, value_name = "URL")]
+    pub agent_target: Option<String>,
 }
 
 /// Open loop: a fixed rate instead of as fast as the server answers.
@@ -257,6 +294,8 @@ pub struct RunArgs {
     pub no_warmup_round: bool,
     #[command(flatten)]
     pub open: RateArgs,
+    #[command(flatten)]
+    pub agents: AgentArgs,
     /// Print the plan and the exact statements; change nothing.
     #[arg(long)]
     pub dry_run: bool,

@@ -1,6 +1,7 @@
 //! dbtax: what does turning on a server feature cost? The library holds the whole pipeline
 //! (config → server → workload → load → experiment → stats → report); `main.rs` only wires the CLI to it.
 
+pub mod agent;
 pub mod cli;
 pub mod commands;
 pub mod config;

@@ -79,6 +79,53 @@ pub struct Trial {
     /// Rate mode: how late sends were against their intended starts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub schedule_lag_ms: Option<LagMs>,
+    /// Load from agents: each agent's part of the trial (the fields above are the merge:
+    /// counts summed, histograms added). Absent when this process made the load.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub agents: Vec<AgentTrial>,
+    /// Load from agents: the worst skew between an agent's measured window and the
+    /// coordinator's (start or end, plus half the round trip the clock offset is known to), ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_skew_ms: Option<f64>,
+    /// The skew exceeded a tenth of the window: the agents did not measure the same time.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub skewed: bool,
+}
+
+/// One agent's part of a trial.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct AgentTrial {
+    /// The agent, as given (`ssh://host`, `local`).
+    pub host: String,
+    /// Its share of the threads.
+    pub threads: u32,
+    /// Statements it completed in the measured window.
+    pub queries: u64,
+    /// Its own CPU per statement it ran, µs.
+    pub client_cpu_us_per_query: f64,
+    /// How far its window was from the coordinator's, at most, ms.
+    pub skew_ms: f64,
+}
+
+/// An agent of the run, as it introduced itself.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct AgentInfo {
+    /// The agent, as given (`ssh://host`, `local`).
+    pub host: String,
+    /// Its host name, as it says.
+    pub hostname: String,
+    /// Its weight in the split of threads.
+    pub weight: u32,
+    /// Its architecture.
+    pub arch: String,
+    /// Its CPU cores.
+    pub cores: u32,
+    /// Its dbtax version.
+    pub version: String,
+    /// The shortest round trip measured at hello, ms.
+    pub rtt_ms: f64,
+    /// Its clock minus the coordinator's, ms.
+    pub clock_offset_ms: f64,
 }
 
 /// Rate mode: what was asked of a trial and what it achieved.
@@ -100,6 +147,10 @@ pub struct TrialRate {
 
 fn is_zero(n: &u64) -> bool {
     *n == 0
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 /// Schedule lag percentiles, ms.
@@ -128,6 +179,9 @@ pub struct BenchOutput {
     /// `--rate N%`: the closed-loop capacity measured first.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub calibration: Option<Calibration>,
+    /// The agents that made the load (`--agents`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub agent_hosts: Vec<AgentInfo>,
 }
 
 /// What was measured.
@@ -405,4 +459,8 @@ pub struct Results {
     /// loop.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate: Option<RateRun>,
+    /// The hosts that made the load (`--agents`), as they introduced themselves; absent when
+    /// this process made it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub agents: Vec<AgentInfo>,
 }

@@ -43,16 +43,36 @@ pub fn run(args: BenchArgs) -> Result<()> {
         }
         None => None,
     };
+    let agent_opts = crate::agent::AgentOptions {
+        agents: crate::agent::parse_list(&args.agents.agents)?,
+        agent_bin: args.agents.agent_bin.clone(),
+        agent_target: args.agents.agent_target.clone(),
+    };
+    agent_opts.validate()?;
+    if !agent_opts.agents.is_empty() && args.queries.is_some() {
+        return Err(usage(
+            "--queries is not available with --agents: give --duration",
+        ));
+    }
+    let target = Server::open(&config)?;
+    target.check_statements(&workload)?;
+    let agents = crate::agent::start(&agent_opts, &target, &mut |m| {
+        if !args.json {
+            eprintln!("{m}")
+        }
+    })?;
+    let prepared = target.prepare(&workload, args.json)?;
+    if let Some(a) = &agents {
+        crate::agent::lock(a).check(&prepared)?;
+    }
     let mut plan = TrialPlan {
         threads: args.threads,
         duration,
         warmup,
         queries: args.queries,
         rate: None,
+        agents: agents.clone(),
     };
-    let target = Server::open(&config)?;
-    target.check_statements(&workload)?;
-    let prepared = target.prepare(&workload, args.json)?;
     let probes = TrialProbes {
         server_status: true,
         ..Default::default()
@@ -100,6 +120,10 @@ pub fn run(args: BenchArgs) -> Result<()> {
             threads: args.threads,
             target: target.info(),
             calibration,
+            agent_hosts: agents
+                .as_ref()
+                .map(|a| crate::agent::lock(a).info())
+                .unwrap_or_default(),
         };
         println!("{}", serde_json::to_string_pretty(&out)?);
     } else {
@@ -184,6 +208,15 @@ pub fn summary(target: &Server, workload: &Workload, threads: u32, t: &Trial) ->
         s += &format!("    {n} × {msg}\n");
     }
     s += &format!("  client CPU   {:.2} µs/query\n", t.client_cpu_us_per_query);
+    for a in &t.agents {
+        s += &format!(
+            "    agent {}: {} threads, {} queries, {:.2} µs/query, window skew ≤ {:.1} ms\n",
+            a.host, a.threads, a.queries, a.client_cpu_us_per_query, a.skew_ms
+        );
+    }
+    if t.skewed {
+        s += "  SKEWED: the agents' windows differ by more than a tenth of the trial\n";
+    }
     match t.server_cpu_us_per_query {
         Some(v) => s += &format!("  server CPU   {v:.2} µs/query\n"),
         None => s += "  server CPU   unknown (the server's process is not on this machine)\n",

@@ -27,6 +27,7 @@ pub fn dispatch(cli: Cli) -> Result<()> {
         Command::Report(args) => report::run(args),
         Command::Compare(args) => compare::run(args),
         Command::Presets => presets::run(),
+        Command::Agent(args) => crate::agent::serve::serve_stdio(args.remove_binary),
         Command::Fsync(args) => fsync::run(args),
     }
 }

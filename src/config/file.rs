@@ -32,6 +32,8 @@ struct ExperimentFile {
     arrival: Option<String>,
     skip_late: Option<String>,
     #[serde(default)]
+    agents: Vec<String>,
+    #[serde(default)]
     server_opts: Vec<String>,
     #[serde(default)]
     variant: Vec<VariantFile>,
@@ -207,6 +209,7 @@ pub fn from_toml(text: &str, default_name: &str) -> Result<Experiment> {
         exp.warmup_round = w;
     }
     exp.managed_server_opts = f.server_opts;
+    exp.agents = f.agents;
     let skip_late = match f.skip_late {
         Some(s) => Some(parse_duration("skip_late", &s)?),
         None => None,

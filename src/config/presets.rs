@@ -83,6 +83,7 @@ fn base(name: &str, workload: Workload, threads: Vec<u32>, repeats: u32) -> Expe
         headline_threads: None,
         warmup_round: true,
         open_loop: None,
+        agents: vec![],
     }
 }
 

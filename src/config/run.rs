@@ -20,6 +20,8 @@ pub fn run_options(args: &RunArgs) -> RunOptions {
         dry_run: args.dry_run,
         json: args.json,
         restart_cmd: args.restart_cmd.clone(),
+        agent_bin: args.agents.agent_bin.clone(),
+        agent_target: args.agents.agent_target.clone(),
     }
 }
 
@@ -80,6 +82,21 @@ pub fn experiment(args: &RunArgs) -> Result<Experiment> {
              results with `dbtax compare`",
         ));
     }
+    if !args.agents.agents.is_empty() {
+        exp.agents = args.agents.agents.clone();
+    }
+    if !exp.agents.is_empty() && args.compare_target.is_some() {
+        return Err(usage(
+            "--compare-target runs without agents: run each target with --agents and compare \
+             the results with `dbtax compare`",
+        ));
+    }
+    crate::agent::AgentOptions {
+        agents: crate::agent::parse_list(&exp.agents)?,
+        agent_bin: args.agents.agent_bin.clone(),
+        agent_target: args.agents.agent_target.clone(),
+    }
+    .validate()?;
     if exp.name.is_empty() {
         exp.name = default_name(&exp.variants);
     }

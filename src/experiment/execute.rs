@@ -29,6 +29,10 @@ pub struct RunOptions {
     pub json: bool,
     /// A command that restarts the user's server with $DBTAX_SERVER_OPTS.
     pub restart_cmd: Option<String>,
+    /// `--agent-bin`: the agents' binary, or `copy`.
+    pub agent_bin: Option<String>,
+    /// `--agent-target`: the server's URL as the agents reach it.
+    pub agent_target: Option<String>,
 }
 
 /// What a run left behind.
@@ -91,6 +95,7 @@ impl Ready {
         exp: &Experiment,
         (server, mut plan): (Server, Plan),
         opts: &RunOptions,
+        agents: Option<&crate::agent::Agents>,
         display: &mut dyn Observer,
     ) -> Result<Ready> {
         let rates = exp
@@ -118,6 +123,11 @@ impl Ready {
         // One run per server: the lock is taken before the tables are prepared.
         let mut switcher = Switcher::lock(&server, &started_at)?;
         let prepared = server.prepare(&exp.workload, opts.json)?;
+        if let Some(agents) = agents {
+            // Every agent reaches the server before any setting changes.
+            display.status("checking that every agent reaches the server");
+            crate::agent::lock(agents).check(&prepared)?;
+        }
         if prepared.created.contains(&true) {
             wait_until_quiet(&server, display);
         }
@@ -133,6 +143,9 @@ impl Ready {
         }
         let mut results = header(exp, &server, &plan, &originals, started_at);
         results.workload = prepared.to_json();
+        if let Some(agents) = agents {
+            results.agents = crate::agent::lock(agents).info();
+        }
         Ok(Ready {
             server,
             plan,
@@ -144,6 +157,15 @@ impl Ready {
     }
 }
 
+/// The agents of a run, from the experiment and the run's options.
+fn agent_options(exp: &Experiment, opts: &RunOptions) -> Result<crate::agent::AgentOptions> {
+    Ok(crate::agent::AgentOptions {
+        agents: crate::agent::parse_list(&exp.agents)?,
+        agent_bin: opts.agent_bin.clone(),
+        agent_target: opts.agent_target.clone(),
+    })
+}
+
 pub(super) fn trial_plan(exp: &Experiment) -> TrialPlan {
     TrialPlan {
         threads: 1,
@@ -151,6 +173,7 @@ pub(super) fn trial_plan(exp: &Experiment) -> TrialPlan {
         warmup: exp.warmup,
         queries: exp.queries_per_trial,
         rate: None,
+        agents: None,
     }
 }
 
@@ -162,6 +185,7 @@ pub fn execute(
     opts: &RunOptions,
     display: &mut dyn Observer,
 ) -> Result<Executed> {
+    let agents;
     let Ready {
         mut server,
         plan,
@@ -169,13 +193,21 @@ pub fn execute(
         switcher,
         mut results,
         dir,
-    } = Ready::new(exp, open(exp, config, opts)?, opts, display)?;
+    } = {
+        let opened = open(exp, config, opts)?;
+        agents = crate::agent::start(&agent_options(exp, opts)?, &opened.0, &mut |m| {
+            display.status(m)
+        })?;
+        Ready::new(exp, opened, opts, agents.as_ref(), display)?
+    };
+    let mut trial = trial_plan(exp);
+    trial.agents = agents.clone();
     let mut bench = LiveBench::new(
         &mut server,
         &prepared,
         &plan,
         switcher,
-        trial_plan(exp),
+        trial,
         exp.max_log_bytes,
     );
     let mut recorder = Recorder {
@@ -295,6 +327,7 @@ fn header(
         warnings: vec![],
         carry_over_pct: None,
         intervals: 0,
+        agents: vec![],
         rate: exp.open_loop.as_ref().map(|o| RateRun {
             levels: o.levels.iter().map(|l| l.label()).collect(),
             arrival: o.arrival.name().into(),

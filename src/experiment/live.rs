@@ -109,6 +109,7 @@ impl<'a> LiveBench<'a> {
                 warmup: Duration::ZERO,
                 queries: None,
                 rate: None,
+                agents: self.trial.agents.clone(),
             };
             let probes = TrialProbes {
                 log_files: self.disk.files.clone(),
@@ -202,6 +203,7 @@ impl LiveBench<'_> {
                     warmup: Duration::ZERO,
                     queries: None,
                     rate: None,
+                    agents: self.trial.agents.clone(),
                 };
                 run_trial(
                     self.server,

@@ -30,12 +30,12 @@ pub fn execute_pair(
             opened_b.0.label()
         )));
     }
-    let mut a = Ready::new(exp, opened_a, opts, display)?;
+    let mut a = Ready::new(exp, opened_a, opts, None, display)?;
     let opts_b = RunOptions {
         out: Some(a.dir.join("compare-target")),
         ..opts.clone()
     };
-    let mut b = Ready::new(exp, opened_b, &opts_b, display)?;
+    let mut b = Ready::new(exp, opened_b, &opts_b, None, display)?;
     a.results.paired_with = Some(b.results.target.url.clone());
     b.results.paired_with = Some(a.results.target.url.clone());
     let nv = exp.variants.len();

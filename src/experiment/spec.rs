@@ -173,6 +173,9 @@ pub struct Experiment {
     pub warmup_round: bool,
     /// Rate mode (open loop) instead of closed loop.
     pub open_loop: Option<OpenLoop>,
+    /// Client hosts that make the load (`--agents`, the file's `agents = [...]`); empty: this
+    /// process makes it.
+    pub agents: Vec<String>,
 }
 
 /// Precision mode's first stage: every variant runs this many blocks before the rule looks
@@ -258,6 +261,7 @@ impl Experiment {
             headline_threads: None,
             warmup_round: true,
             open_loop: None,
+            agents: vec![],
         }
     }
 
@@ -306,6 +310,11 @@ impl Experiment {
     pub fn validate(&self) -> Result<()> {
         validate_name("experiment name", &self.name)?;
         self.workload.validate()?;
+        if !crate::agent::parse_list(&self.agents)?.is_empty() && self.queries_per_trial.is_some() {
+            return Err(usage(
+                "queries_per_trial is not available with agents: give trials a duration",
+            ));
+        }
         if self.variants.len() < 2 {
             return Err(usage(
                 "nothing to compare: give --feature NAME (compared with off), or an experiment \

@@ -47,7 +47,7 @@ impl Arrival {
 }
 
 /// An open-loop rate for one trial.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Rate {
     /// Events per second, in total over every worker.
     pub per_second: f64,

@@ -9,7 +9,7 @@ use super::worker::{
 };
 use crate::error::Failure;
 use crate::results::{LagMs, LatencyMs, Trial, TrialRate};
-use crate::server::{Admin, Server, ServerLost};
+use crate::server::{Admin, Client, Connector, Server, ServerLost};
 use crate::workload::PreparedWorkload;
 use anyhow::{Context, Result, bail};
 use std::collections::BTreeMap;
@@ -34,6 +34,8 @@ pub struct TrialPlan {
     pub queries: Option<u64>,
     /// Open loop: events start on a schedule at this rate (None: closed loop).
     pub rate: Option<Rate>,
+    /// Load from these agents instead of this process's own workers.
+    pub agents: Option<crate::agent::Agents>,
 }
 
 /// Rate mode's calibration measures closed-loop capacity for at least this long.
@@ -85,15 +87,20 @@ pub struct TrialProgress {
     pub lag_ms: Option<f64>,
 }
 
-struct Snapshot {
-    at: Instant,
+/// What is read of the server (and of this process) at each end of the measured window.
+pub(crate) struct Snapshot {
+    pub(crate) at: Instant,
     client_cpu_us: u64,
     server_cpu: Option<crate::host::CpuSnapshot>,
     log_bytes: Option<u64>,
     status: BTreeMap<String, f64>,
 }
 
-fn snapshot(server: &Server, probes: &TrialProbes, admin: Option<&mut Box<dyn Admin>>) -> Snapshot {
+pub(crate) fn snapshot(
+    server: &Server,
+    probes: &TrialProbes,
+    admin: Option<&mut Box<dyn Admin>>,
+) -> Snapshot {
     let status = match admin {
         Some(a) => a.status_counters().unwrap_or_default(),
         None => BTreeMap::new(),
@@ -122,7 +129,8 @@ fn snapshot(server: &Server, probes: &TrialProbes, admin: Option<&mut Box<dyn Ad
     }
 }
 
-/// Run one trial against `server`.
+/// Run one trial against `server`: with the plan's agents when it has some (they load, this
+/// process measures the server), else with this process's own workers.
 pub fn run_trial(
     server: &Server,
     workload: &PreparedWorkload,
@@ -130,50 +138,102 @@ pub fn run_trial(
     probes: &TrialProbes,
     on_tick: &mut dyn FnMut(&TrialProgress),
 ) -> Result<Trial> {
+    if let Some(agents) = &plan.agents {
+        let mut agents = agents.lock().unwrap_or_else(|e| e.into_inner());
+        return agents.run_trial(server, workload, plan, probes, on_tick);
+    }
     let threads = plan.threads.max(1) as usize;
     let connector = server.connector(workload);
-    let mut clients = Vec::with_capacity(threads);
-    for i in 0..threads {
-        let client = connector.connect().map_err(|e| {
-            let what = format!("opening client connection {} of {threads}: {e}", i + 1);
-            if e.lost {
-                anyhow::Error::new(ServerLost(what))
-            } else {
-                anyhow::anyhow!(what)
-            }
-        })?;
-        clients.push(client);
-    }
+    let clients = connect_clients(connector.as_ref(), threads)?;
     let mut admin = if probes.server_status {
         Some(server.admin()?)
     } else {
         None
     };
     let queries_mode = plan.queries.is_some();
+    let seed = crate::rng::Rng::from_time(threads as u64).next_u64();
+    // Fixed-count trials measure from the first query: snapshot before the workers start.
+    let mut early = queries_mode.then(|| snapshot(server, probes, admin.as_mut()));
+    let (reports, (before, after, stopped)) =
+        with_workers(clients, connector.as_ref(), plan, seed, |shared, t0| {
+            let mut stopped = None;
+            let mut sampler = Sampler::new(shared, probes.watch.clone(), plan.rate);
+            if !queries_mode {
+                stopped = sampler.wait(plan.warmup, false, &mut *on_tick, None);
+            }
+            let before = early
+                .take()
+                .unwrap_or_else(|| snapshot(server, probes, admin.as_mut()));
+            begin_measure(shared, t0, before.at);
+            if stopped.is_none() {
+                let quota_total = plan.queries.map(|q| (q, threads));
+                let planned = if queries_mode {
+                    Duration::ZERO
+                } else {
+                    plan.duration
+                };
+                stopped = sampler.wait(planned, true, &mut *on_tick, quota_total);
+            }
+            let after = snapshot(server, probes, admin.as_mut());
+            (before, after, stopped)
+        });
+    match stopped {
+        Some(Stop::Interrupted) => return Err(Failure::Interrupted.into()),
+        Some(Stop::Watch(why)) => bail!("{why}"),
+        None => {}
+    }
+    let client_cpu_us = after.client_cpu_us.saturating_sub(before.client_cpu_us);
+    summarize(reports, &before, &after, plan.rate, client_cpu_us as f64)
+}
+
+/// Open one connection per client, all before any load: a bad login fails here.
+pub fn connect_clients(connector: &dyn Connector, threads: usize) -> Result<Vec<Box<dyn Client>>> {
+    (0..threads)
+        .map(|i| {
+            connector.connect().map_err(|e| {
+                let what = format!("opening client connection {} of {threads}: {e}", i + 1);
+                if e.lost {
+                    anyhow::Error::new(ServerLost(what))
+                } else {
+                    anyhow::anyhow!(what)
+                }
+            })
+        })
+        .collect()
+}
+
+/// Run one worker per client (warming up, or measuring from the start in queries mode) while
+/// `body` runs on this thread and moves the phases (`begin_measure`); stop them when it
+/// returns, and hand back each worker's report with what `body` returned. `plan.rate` is the
+/// rate of these workers together.
+pub fn with_workers<R>(
+    clients: Vec<Box<dyn Client>>,
+    connector: &dyn Connector,
+    plan: &TrialPlan,
+    seed: u64,
+    body: impl FnOnce(&Shared, Instant) -> R,
+) -> (Vec<WorkerReport>, R) {
+    let threads = clients.len();
     let mut shared = Shared::new(
         threads,
-        if queries_mode {
+        if plan.queries.is_some() {
             PHASE_MEASURE
         } else {
             PHASE_WARMUP
         },
     );
     shared.window_ns.1 = plan.duration.as_nanos() as u64;
-    let seed = crate::rng::Rng::from_time(threads as u64).next_u64();
     let quota = |i: usize| {
         plan.queries
             .map(|n| n / threads as u64 + u64::from((i as u64) < n % threads as u64))
     };
-
-    // Fixed-count trials measure from the first query: snapshot before the workers start.
-    let mut early = queries_mode.then(|| snapshot(server, probes, admin.as_mut()));
     let t0 = Instant::now();
-    let (reports, before, after, stopped) = std::thread::scope(|s| {
+    std::thread::scope(|s| {
         let handles: Vec<_> = clients
             .into_iter()
             .enumerate()
             .map(|(i, client)| {
-                let (shared, connector) = (&shared, connector.as_ref());
+                let shared = &shared;
                 let setup = WorkerSetup {
                     index: i,
                     quota: quota(i),
@@ -186,46 +246,27 @@ pub fn run_trial(
                 s.spawn(move || worker::run_worker(setup, client, connector, shared))
             })
             .collect();
-        let mut stopped = None;
-        let mut sampler = Sampler::new(&shared, probes.watch.clone(), plan.rate);
-        if !queries_mode {
-            stopped = sampler.wait(plan.warmup, false, &mut *on_tick, None);
-        }
-        let before = early
-            .take()
-            .unwrap_or_else(|| snapshot(server, probes, admin.as_mut()));
-        shared.window_ns.0.store(
-            before.at.duration_since(t0).as_nanos() as u64,
-            Ordering::SeqCst,
-        );
-        shared.phase.store(PHASE_MEASURE, Ordering::SeqCst);
-        if stopped.is_none() {
-            let quota_total = plan.queries.map(|q| (q, threads));
-            let planned = if queries_mode {
-                Duration::ZERO
-            } else {
-                plan.duration
-            };
-            stopped = sampler.wait(planned, true, &mut *on_tick, quota_total);
-        }
-        let after = snapshot(server, probes, admin.as_mut());
+        let out = body(&shared, t0);
         shared.phase.store(PHASE_STOP, Ordering::SeqCst);
         let reports: Vec<WorkerReport> = handles
             .into_iter()
             .map(|h| h.join().expect("worker thread panicked"))
             .collect();
-        (reports, before, after, stopped)
-    });
-    match stopped {
-        Some(Stop::Interrupted) => return Err(Failure::Interrupted.into()),
-        Some(Stop::Watch(why)) => bail!("{why}"),
-        None => {}
-    }
-    summarize(reports, &before, &after, plan.rate)
+        (reports, out)
+    })
+}
+
+/// The measured window starts now (`at`): workers count from here.
+pub fn begin_measure(shared: &Shared, t0: Instant, at: Instant) {
+    shared
+        .window_ns
+        .0
+        .store(at.duration_since(t0).as_nanos() as u64, Ordering::SeqCst);
+    shared.phase.store(PHASE_MEASURE, Ordering::SeqCst);
 }
 
 /// Why a phase ended before its time.
-enum Stop {
+pub(crate) enum Stop {
     /// Ctrl-C or SIGTERM.
     Interrupted,
     /// The watch said so.
@@ -322,24 +363,19 @@ pub const LAG_GROWTH_MIN_MS: f64 = 5.0;
 
 /// Merge the open-loop reports: service latency, schedule lag, and whether the rate held.
 fn open_loop(
-    reports: &[WorkerReport],
+    open: Option<&worker::OpenLoopReport>,
     rate: Rate,
     events: u64,
     secs: f64,
 ) -> Result<(TrialRate, LatencyMs, LagMs)> {
-    let mut service = worker::new_histogram();
-    let mut lag = worker::new_histogram();
-    let mut skipped = 0;
-    let mut quarters = [(0.0, 0u64); 2];
-    for o in reports.iter().filter_map(|r| r.open.as_ref()) {
-        service.add(&o.service_us).context("merging histograms")?;
-        lag.add(&o.lag_us).context("merging histograms")?;
-        skipped += o.skipped;
-        for (q, w) in quarters.iter_mut().zip(o.lag_quarters) {
-            q.0 += w.0;
-            q.1 += w.1;
-        }
-    }
+    let empty = worker::OpenLoopReport {
+        service_us: worker::new_histogram(),
+        lag_us: worker::new_histogram(),
+        skipped: 0,
+        lag_quarters: [(0.0, 0); 2],
+    };
+    let o = open.unwrap_or(&empty);
+    let (service, lag, skipped, quarters) = (&o.service_us, &o.lag_us, o.skipped, o.lag_quarters);
     let mean_ms = |(sum, n): (f64, u64)| (n > 0).then(|| sum / n as f64 / 1000.0);
     let lag_growth_ms = match (mean_ms(quarters[0]), mean_ms(quarters[1])) {
         (Some(a), Some(b)) => b - a,
@@ -357,7 +393,7 @@ fn open_loop(
             lag_growth_ms,
             saturated,
         },
-        percentiles(&service),
+        percentiles(service),
         LagMs {
             p50: ms(lag.value_at_quantile(0.50)),
             p99: ms(lag.value_at_quantile(0.99)),
@@ -376,28 +412,18 @@ fn percentiles(hist: &hdrhistogram::Histogram<u64>) -> LatencyMs {
     }
 }
 
-fn summarize(
+/// Turn the workers' reports (this process's, or each agent's merged) and the snapshots
+/// around the measured window into a trial. `client_cpu_us`: the load's CPU in the window.
+pub(crate) fn summarize(
     reports: Vec<WorkerReport>,
     before: &Snapshot,
     after: &Snapshot,
     rate: Option<Rate>,
+    client_cpu_us: f64,
 ) -> Result<Trial> {
-    let mut hist = worker::new_histogram();
-    let (mut queries, mut events) = (0u64, 0u64);
-    let mut errors: BTreeMap<String, u64> = BTreeMap::new();
-    let mut fatal = vec![];
-    for r in &reports {
-        hist.add(&r.latency_us)
-            .context("merging latency histograms")?;
-        queries += r.queries;
-        events += r.events;
-        for (m, n) in &r.errors {
-            *errors.entry(m.clone()).or_default() += n;
-        }
-        if let Some(f) = &r.fatal {
-            fatal.push(f.clone());
-        }
-    }
+    let all = merge_reports(reports)?;
+    let (hist, queries, events, errors) = (&all.latency_us, all.queries, all.events, &all.errors);
+    let fatal: Vec<&String> = all.fatal.iter().collect();
     let error_count: u64 = errors.values().sum();
     if queries == 0 {
         if let Some((msg, _)) = errors.iter().max_by_key(|(_, n)| **n) {
@@ -411,7 +437,7 @@ fn summarize(
     let secs = after.at.duration_since(before.at).as_secs_f64().max(1e-9);
     let per_query = |d: f64| d / queries as f64;
     let open = rate
-        .map(|r| open_loop(&reports, r, events, secs))
+        .map(|r| open_loop(all.open.as_ref(), r, events, secs))
         .transpose()?;
     let log_bytes_per_query = match (before.log_bytes, after.log_bytes) {
         (Some(b), Some(a)) if a >= b => Some(per_query((a - b) as f64)),
@@ -437,12 +463,10 @@ fn summarize(
         tps: events as f64 / secs,
         queries,
         errors: error_count,
-        error_messages: errors,
+        error_messages: errors.clone(),
         duration_s: secs,
-        latency_ms: percentiles(&hist),
-        client_cpu_us_per_query: per_query(
-            after.client_cpu_us.saturating_sub(before.client_cpu_us) as f64,
-        ),
+        latency_ms: percentiles(hist),
+        client_cpu_us_per_query: per_query(client_cpu_us),
         server_cpu_us_per_query,
         log_bytes_per_query,
         wal_bytes_per_query: ["wal_bytes", "Binlog_bytes_written"]
@@ -455,4 +479,46 @@ fn summarize(
         schedule_lag_ms: open.map(|o| o.2),
         ..Default::default()
     })
+}
+
+/// The workers' reports as one: histograms added (exact, never averaged), counts summed.
+pub fn merge_reports(reports: Vec<WorkerReport>) -> Result<WorkerReport> {
+    let mut all = WorkerReport {
+        latency_us: worker::new_histogram(),
+        queries: 0,
+        events: 0,
+        errors: BTreeMap::new(),
+        fatal: None,
+        open: None,
+    };
+    for r in reports {
+        all.latency_us
+            .add(&r.latency_us)
+            .context("merging latency histograms")?;
+        all.queries += r.queries;
+        all.events += r.events;
+        for (m, n) in r.errors {
+            *all.errors.entry(m).or_default() += n;
+        }
+        all.fatal = all.fatal.or(r.fatal);
+        if let Some(o) = r.open {
+            let merged = all.open.get_or_insert_with(|| worker::OpenLoopReport {
+                service_us: worker::new_histogram(),
+                lag_us: worker::new_histogram(),
+                skipped: 0,
+                lag_quarters: [(0.0, 0); 2],
+            });
+            merged
+                .service_us
+                .add(&o.service_us)
+                .context("merging histograms")?;
+            merged.lag_us.add(&o.lag_us).context("merging histograms")?;
+            merged.skipped += o.skipped;
+            for (q, w) in merged.lag_quarters.iter_mut().zip(o.lag_quarters) {
+                q.0 += w.0;
+                q.1 += w.1;
+            }
+        }
+    }
+    Ok(all)
 }

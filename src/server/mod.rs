@@ -216,6 +216,9 @@ pub trait Engine: Send + Sync {
     fn restart_managed(&mut self, extra_opts: &[String]) -> Result<()>;
     /// Whether dbtax started this server.
     fn is_managed(&self) -> bool;
+    /// The server as a URL a client on this machine reaches it by (a managed server's
+    /// private socket), password included: what agents are sent unless told otherwise.
+    fn client_target(&self) -> TargetSpec;
 }
 
 /// A reachable server, with what dbtax knows about it.
@@ -270,6 +273,35 @@ impl Server {
             server_pid,
             local_datadir,
             identity,
+            engine,
+        })
+    }
+
+    /// The server as a URL a client on this machine reaches it by (password included).
+    pub fn client_target(&self) -> TargetSpec {
+        self.engine.client_target()
+    }
+
+    /// Reach a user's server only to open client connections (an agent): no managed start,
+    /// no question about its identity or process, nothing changed. A refused login is a
+    /// usage error.
+    pub fn open_for_clients(spec: &TargetSpec, schema: &str) -> Result<Server> {
+        let (engine, server_version, _) = match spec {
+            TargetSpec::Managed(_) => {
+                return Err(usage(
+                    "an agent cannot start a managed server: it is sent the coordinator's URL",
+                ));
+            }
+            TargetSpec::Mysql(_) => mysql::open(spec, &ManagedConfig::default())?,
+            TargetSpec::Postgres(_) => postgres::open(spec, &ManagedConfig::default())?,
+        };
+        Ok(Server {
+            spec: spec.clone(),
+            schema: schema.to_string(),
+            server_version,
+            server_pid: None,
+            local_datadir: None,
+            identity: String::new(),
             engine,
         })
     }

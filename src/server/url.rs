@@ -8,7 +8,7 @@ use anyhow::Result;
 use std::path::PathBuf;
 
 /// Which managed server to start.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum ManagedKind {
     /// The installed mariadbd (or mysqld).
     Mariadb,
@@ -17,7 +17,7 @@ pub enum ManagedKind {
 }
 
 /// A parsed `--target`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum TargetSpec {
     /// A throwaway server dbtax starts and removes.
     Managed(ManagedKind),
@@ -28,7 +28,7 @@ pub enum TargetSpec {
 }
 
 /// Where and how to reach a user's PostgreSQL server.
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct PgUrl {
     /// Login user.
     pub user: String,
@@ -88,7 +88,7 @@ impl PgUrl {
 }
 
 /// Where and how to reach a user's server.
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct MysqlUrl {
     /// Login user.
     pub user: String,

@@ -112,7 +112,7 @@ impl Default for Workload {
 }
 
 /// A workload whose tables are ready, able to make scripts for connections.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct PreparedWorkload {
     /// The description.
     pub workload: Workload,

@@ -185,6 +185,20 @@ impl Engine for MysqlEngine {
     fn is_managed(&self) -> bool {
         self.managed.is_some()
     }
+
+    fn client_target(&self) -> TargetSpec {
+        match &self.managed {
+            Some(m) => TargetSpec::Mysql(super::url::MysqlUrl {
+                user: "root".into(),
+                password: None,
+                host: "localhost".into(),
+                port: 3306,
+                db: None,
+                socket: Some(m.socket()),
+            }),
+            None => self.spec.clone(),
+        }
+    }
 }
 
 /// pgbench's scripts are PostgreSQL's: refused here with what to use instead.

@@ -202,6 +202,20 @@ impl Engine for PgEngine {
     fn is_managed(&self) -> bool {
         self.managed.is_some()
     }
+
+    fn client_target(&self) -> TargetSpec {
+        match &self.managed {
+            Some(m) => TargetSpec::Postgres(super::url::PgUrl {
+                user: managed::SUPERUSER.into(),
+                password: None,
+                host: String::new(),
+                port: m.port(),
+                db: None,
+                socket_dir: Some(m.socket_dir()),
+            }),
+            None => self.spec.clone(),
+        }
+    }
 }
 
 /// For a user's server reached over a socket or loopback: its postmaster's pid (from

@@ -1,0 +1,491 @@
+//! The coordinator's agents: started through `ssh` (or `$DBTAX_SSH_COMMAND`, or as a local
+//! subprocess), greeted (versions compared, clocks measured), and stopped at the end. Each
+//! agent's stdout is read by a thread of its own into one channel, tagged with the agent.
+
+use super::protocol::{self, Hello, PROTOCOL, Reply, Request, VERSION};
+use super::{AgentOptions, AgentSpec, Place};
+use crate::error::usage;
+use crate::server::TargetSpec;
+use anyhow::{Context, Result, anyhow, bail};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::process::CommandExt;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// How long an agent may take to answer `hello` (an SSH login included).
+const HELLO_TIMEOUT: Duration = Duration::from_secs(30);
+/// Clock rounds at hello; the one with the shortest round trip gives the offset.
+const CLOCK_ROUNDS: usize = 5;
+/// What is kept of an agent's stderr for messages.
+const STDERR_TAIL: usize = 2000;
+
+/// What an agent's reader thread passes on: a reply, or why there will be no more.
+pub(super) enum Event {
+    Reply(Reply),
+    Gone(String),
+}
+
+/// One running agent, greeted.
+pub struct Agent {
+    /// Where it runs.
+    pub spec: AgentSpec,
+    /// What it said of itself.
+    pub hello: Hello,
+    /// The shortest round trip measured at hello, ns.
+    pub rtt_ns: u64,
+    /// Its clock minus this host's, ns (at the shortest round trip).
+    pub offset_ns: i64,
+    child: Child,
+    stdin: Option<ChildStdin>,
+    stderr: Arc<Mutex<String>>,
+    /// Set once it is gone: why.
+    pub(super) gone: Option<String>,
+}
+
+/// Every agent of a run, and what they are sent.
+pub struct Pool {
+    /// The agents, in the order given.
+    pub agents: Vec<Agent>,
+    /// The server as the agents reach it, and dbtax's schema there.
+    pub(super) target: Option<(TargetSpec, String)>,
+    pub(super) events: Receiver<(usize, Event)>,
+}
+
+impl std::fmt::Debug for Pool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let labels: Vec<String> = self.agents.iter().map(|a| a.spec.label()).collect();
+        f.debug_struct("Pool").field("agents", &labels).finish()
+    }
+}
+
+impl Agent {
+    /// How messages name it.
+    pub fn label(&self) -> String {
+        self.spec.label()
+    }
+
+    /// The last lines it wrote on stderr (ssh's errors, the agent's own).
+    pub fn stderr_tail(&self) -> String {
+        let s = self.stderr.lock().unwrap_or_else(|e| e.into_inner());
+        s.trim().lines().collect::<Vec<_>>().join(" / ")
+    }
+
+    pub(super) fn send(&mut self, request: &Request) -> Result<()> {
+        let label = self.label();
+        let stdin = self
+            .stdin
+            .as_mut()
+            .ok_or_else(|| anyhow!("agent {label} is closed"))?;
+        let mut line = serde_json::to_string(request)?;
+        line.push('\n');
+        stdin
+            .write_all(line.as_bytes())
+            .and_then(|_| stdin.flush())
+            .map_err(|e| anyhow!("agent {label} is gone: writing to it failed ({e})"))
+    }
+
+    /// Why it is gone, as one sentence naming it.
+    pub(super) fn gone_message(&mut self, why: &str) -> String {
+        let status = match self.child.try_wait() {
+            Ok(Some(s)) => format!(" ({s})"),
+            _ => String::new(),
+        };
+        let tail = self.stderr_tail();
+        let tail = if tail.is_empty() {
+            String::new()
+        } else {
+            format!(": {tail}")
+        };
+        format!("agent {} {why}{status}{tail}", self.label())
+    }
+}
+
+impl Pool {
+    /// Start every agent and greet it: same protocol and version, clocks measured. Any
+    /// failure is bad input (exit 2), naming the host, before anything on a server changes.
+    pub fn start(opts: &AgentOptions, status: &mut dyn FnMut(&str)) -> Result<Pool> {
+        let (tx, events) = mpsc::channel();
+        let mut agents = Vec::with_capacity(opts.agents.len());
+        for (i, spec) in opts.agents.iter().enumerate() {
+            let bin = agent_bin(spec, opts.agent_bin.as_deref(), status)?;
+            agents.push(spawn(i, spec, &bin, tx.clone())?);
+        }
+        drop(tx);
+        let mut pool = Pool {
+            agents,
+            target: None,
+            events,
+        };
+        for a in &mut pool.agents {
+            a.send(&Request::Hello {
+                protocol: PROTOCOL,
+                version: VERSION.into(),
+            })
+            .map_err(|e| usage(format!("{e:#}")))?;
+        }
+        let mut greeted = vec![None; pool.agents.len()];
+        let deadline = Instant::now() + HELLO_TIMEOUT;
+        while greeted.iter().any(Option::is_none) {
+            match pool.next_event(deadline) {
+                Some((i, Event::Reply(Reply::Hello(h)))) => greeted[i] = Some(*h),
+                Some((i, Event::Reply(other))) => {
+                    let a = &mut pool.agents[i];
+                    return Err(usage(a.gone_message(&format!(
+                        "answered hello with {other:?}: is it dbtax?"
+                    ))));
+                }
+                Some((i, Event::Gone(why))) => {
+                    let a = &mut pool.agents[i];
+                    let msg = a.gone_message(&format!("did not start ({why})"));
+                    return Err(usage(format!(
+                        "{msg}. Check that `ssh` reaches the host without a password prompt \
+                         (DBTAX_SSH_COMMAND for keys and options) and that dbtax is installed \
+                         there (--agent-bin PATH names it, --agent-bin copy copies this one)"
+                    )));
+                }
+                None => {
+                    let late: Vec<String> = greeted
+                        .iter()
+                        .zip(&pool.agents)
+                        .filter(|(g, _)| g.is_none())
+                        .map(|(_, a)| a.label())
+                        .collect();
+                    return Err(usage(format!(
+                        "agent {} did not answer within {} s",
+                        late.join(", "),
+                        HELLO_TIMEOUT.as_secs()
+                    )));
+                }
+            }
+        }
+        for (a, h) in pool.agents.iter_mut().zip(greeted) {
+            let h = h.expect("every agent greeted");
+            if h.protocol != PROTOCOL || h.version != VERSION {
+                return Err(usage(format!(
+                    "agent {} runs dbtax {} (protocol {}); this is dbtax {VERSION} (protocol \
+                     {PROTOCOL}). Run the same version on every host (--agent-bin copy copies \
+                     this one there)",
+                    a.label(),
+                    h.version,
+                    h.protocol
+                )));
+            }
+            a.hello = h;
+        }
+        for i in 0..pool.agents.len() {
+            pool.measure_clock(i).map_err(|e| usage(format!("{e:#}")))?;
+        }
+        Ok(pool)
+    }
+
+    /// The server the agents load, as they reach it.
+    pub fn set_target(&mut self, target: TargetSpec, schema: &str) {
+        self.target = Some((target, schema.to_string()));
+    }
+
+    /// The next reply from any agent, or None at the deadline.
+    pub(super) fn next_event(&mut self, deadline: Instant) -> Option<(usize, Event)> {
+        let wait = deadline.saturating_duration_since(Instant::now());
+        match self.events.recv_timeout(wait) {
+            Ok(e) => Some(e),
+            Err(RecvTimeoutError::Timeout) => None,
+            // Every reader has ended: each agent is gone (their Gone events came first).
+            Err(RecvTimeoutError::Disconnected) => {
+                std::thread::sleep(wait);
+                None
+            }
+        }
+    }
+
+    /// Round trips to agent `i`; the shortest gives its clock offset.
+    fn measure_clock(&mut self, i: usize) -> Result<()> {
+        let mut best: Option<(u64, i64)> = None;
+        for _ in 0..CLOCK_ROUNDS {
+            let t1 = protocol::clock_ns();
+            self.agents[i].send(&Request::Clock)?;
+            let deadline = Instant::now() + HELLO_TIMEOUT;
+            let ta = loop {
+                match self.next_event(deadline) {
+                    Some((j, Event::Reply(Reply::Clock { clock_ns }))) if j == i => break clock_ns,
+                    Some((j, Event::Gone(why))) if j == i => {
+                        bail!("{}", self.agents[i].gone_message(&format!("is gone ({why})")))
+                    }
+                    Some(_) => continue,
+                    None => bail!("agent {} did not answer a clock request", self.agents[i].label()),
+                }
+            };
+            let t2 = protocol::clock_ns();
+            let rtt = t2.saturating_sub(t1);
+            let offset = ta as i64 - ((t1 as i128 + t2 as i128) / 2) as i64;
+            if best.is_none_or(|(r, _)| rtt < r) {
+                best = Some((rtt, offset));
+            }
+        }
+        let (rtt, offset) = best.expect("at least one round");
+        self.agents[i].rtt_ns = rtt;
+        self.agents[i].offset_ns = offset;
+        Ok(())
+    }
+
+    /// What results.json records of the agents.
+    pub fn info(&self) -> Vec<crate::results::AgentInfo> {
+        self.agents
+            .iter()
+            .map(|a| crate::results::AgentInfo {
+                host: a.label(),
+                hostname: a.hello.host.clone(),
+                weight: a.spec.weight,
+                arch: a.hello.arch.clone(),
+                cores: a.hello.cores,
+                version: a.hello.version.clone(),
+                rtt_ms: a.rtt_ns as f64 / 1e6,
+                clock_offset_ms: a.offset_ns as f64 / 1e6,
+            })
+            .collect()
+    }
+}
+
+impl Drop for Pool {
+    /// Say bye, close every channel, and wait a little for each agent; kill the slow.
+    fn drop(&mut self) {
+        for a in &mut self.agents {
+            let _ = a.send(&Request::Bye);
+            a.stdin = None;
+        }
+        let deadline = Instant::now() + Duration::from_secs(3);
+        for a in &mut self.agents {
+            loop {
+                match a.child.try_wait() {
+                    Ok(Some(_)) | Err(_) => break,
+                    Ok(None) if Instant::now() >= deadline => {
+                        let _ = a.child.kill();
+                        let _ = a.child.wait();
+                        break;
+                    }
+                    Ok(None) => std::thread::sleep(Duration::from_millis(10)),
+                }
+            }
+        }
+    }
+}
+
+/// Quote a word for a POSIX shell (the remote command goes through the login shell).
+fn shell_quote(s: &str) -> String {
+    if !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+:,=@".contains(c))
+    {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
+
+/// `ssh` (or $DBTAX_SSH_COMMAND, through sh as git does) to the agent's host, running
+/// `remote` there. No password prompt: BatchMode.
+fn ssh_command(spec: &AgentSpec, remote: &str) -> Command {
+    let Place::Ssh { user, host, port } = &spec.place else {
+        unreachable!("only ssh agents are reached through ssh")
+    };
+    let mut args: Vec<String> = vec!["-T".into(), "-o".into(), "BatchMode=yes".into()];
+    if let Some(p) = port {
+        args.extend(["-p".into(), p.to_string()]);
+    }
+    if let Some(u) = user {
+        args.extend(["-l".into(), u.clone()]);
+    }
+    args.push(host.clone());
+    args.push(remote.to_string());
+    match std::env::var("DBTAX_SSH_COMMAND") {
+        Ok(cmd) if !cmd.trim().is_empty() => {
+            let mut c = Command::new("sh");
+            c.arg("-c").arg(format!("{cmd} \"$@\"")).arg("dbtax-ssh").args(args);
+            c
+        }
+        _ => {
+            let mut c = Command::new("ssh");
+            c.args(args);
+            c
+        }
+    }
+}
+
+/// The agent program to start: a path, or a temporary copy of this one (`copy`).
+/// Returns (program, whether it is a copy that removes itself).
+fn agent_bin(
+    spec: &AgentSpec,
+    asked: Option<&str>,
+    status: &mut dyn FnMut(&str),
+) -> Result<(String, bool)> {
+    let own = || -> Result<String> {
+        Ok(std::env::current_exe()
+            .context("finding dbtax's own binary")?
+            .to_string_lossy()
+            .into_owned())
+    };
+    match (&spec.place, asked) {
+        (Place::Local, None | Some("copy")) => Ok((own()?, false)),
+        (Place::Local, Some(path)) => Ok((path.to_string(), false)),
+        (Place::Ssh { .. }, None) => Ok(("dbtax".into(), false)),
+        (Place::Ssh { .. }, Some("copy")) => {
+            status(&format!("copying dbtax to {}", spec.label()));
+            copy_to(spec, &own()?).map(|p| (p, true))
+        }
+        (Place::Ssh { .. }, Some(path)) => Ok((path.to_string(), false)),
+    }
+}
+
+/// Copy this binary to a temporary file on the agent's host, after checking that the host
+/// runs the same architecture. Returns the remote path.
+fn copy_to(spec: &AgentSpec, own: &str) -> Result<String> {
+    let label = spec.label();
+    let out = ssh_command(spec, "uname -m")
+        .stdin(Stdio::null())
+        .output()
+        .with_context(|| format!("running ssh for agent {label}"))?;
+    if !out.status.success() {
+        return Err(usage(format!(
+            "agent {label}: ssh failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    let arch = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let here = std::env::consts::ARCH;
+    let same = arch == here || (here == "aarch64" && arch == "arm64");
+    if !same {
+        return Err(usage(format!(
+            "agent {label} is a {arch} machine and this dbtax is built for {here}: install \
+             dbtax there and name it with --agent-bin PATH"
+        )));
+    }
+    let mut child = ssh_command(
+        spec,
+        "f=$(mktemp /tmp/dbtax-agent.XXXXXX) && cat > \"$f\" && chmod 700 \"$f\" && echo \"$f\"",
+    )
+    .stdin(Stdio::piped())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .with_context(|| format!("running ssh for agent {label}"))?;
+    let mut stdin = child.stdin.take().expect("piped");
+    let mut file = std::fs::File::open(own).with_context(|| format!("reading {own}"))?;
+    let copied = std::io::copy(&mut file, &mut stdin);
+    drop(stdin);
+    let out = child.wait_with_output()?;
+    let path = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    if copied.is_err() || !out.status.success() || !path.starts_with("/tmp/dbtax-agent.") {
+        return Err(usage(format!(
+            "agent {label}: copying dbtax there failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    Ok(path)
+}
+
+/// Start one agent; its stdout and stderr are read by threads of their own.
+fn spawn(index: usize, spec: &AgentSpec, bin: &(String, bool), tx: Sender<(usize, Event)>) -> Result<Agent> {
+    let (program, copy) = bin;
+    let mut cmd = match spec.place {
+        Place::Local => {
+            let mut c = Command::new(program);
+            c.args(["agent", "--stdio"]);
+            c
+        }
+        Place::Ssh { .. } => {
+            let remove = if *copy { " --remove-binary" } else { "" };
+            ssh_command(spec, &format!("{} agent --stdio{remove}", shell_quote(program)))
+        }
+    };
+    // Its own process group: the terminal's Ctrl-C is the coordinator's to handle (it stops
+    // the trial, restores settings, then closes the agents).
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .map_err(|e| usage(format!("cannot start agent {}: {e}", spec.label())))?;
+    let stdout = child.stdout.take().expect("piped");
+    let stderr = child.stderr.take().expect("piped");
+    std::thread::spawn(move || {
+        let mut reader = BufReader::new(stdout);
+        let mut line = String::new();
+        loop {
+            line.clear();
+            match reader.read_line(&mut line) {
+                Ok(0) => {
+                    let _ = tx.send((index, Event::Gone("its channel closed".into())));
+                    return;
+                }
+                Ok(_) => match serde_json::from_str::<Reply>(line.trim()) {
+                    Ok(r) => {
+                        if tx.send((index, Event::Reply(r))).is_err() {
+                            return;
+                        }
+                    }
+                    Err(_) => {
+                        let shown: String = line.trim().chars().take(120).collect();
+                        let _ = tx.send((index, Event::Gone(format!("said '{shown}'"))));
+                        return;
+                    }
+                },
+                Err(e) => {
+                    let _ = tx.send((index, Event::Gone(format!("reading from it failed: {e}"))));
+                    return;
+                }
+            }
+        }
+    });
+    let tail = Arc::new(Mutex::new(String::new()));
+    let keep = tail.clone();
+    std::thread::spawn(move || {
+        let mut stderr = stderr;
+        let mut buf = [0u8; 1024];
+        while let Ok(n) = stderr.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            let mut t = keep.lock().unwrap_or_else(|e| e.into_inner());
+            t.push_str(&String::from_utf8_lossy(&buf[..n]));
+            if t.len() > STDERR_TAIL {
+                let cut = t.len() - STDERR_TAIL;
+                let cut = (cut..t.len()).find(|i| t.is_char_boundary(*i)).unwrap_or(0);
+                t.drain(..cut);
+            }
+        }
+    });
+    Ok(Agent {
+        spec: spec.clone(),
+        hello: Hello {
+            protocol: 0,
+            version: String::new(),
+            host: String::new(),
+            arch: String::new(),
+            cores: 0,
+            clock_ns: 0,
+        },
+        rtt_ns: 0,
+        offset_ns: 0,
+        stdin: child.stdin.take(),
+        child,
+        stderr: tail,
+        gone: None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn words_are_quoted_for_the_remote_shell() {
+        assert_eq!(shell_quote("/usr/local/bin/dbtax"), "/usr/local/bin/dbtax");
+        assert_eq!(shell_quote("/opt/my dbtax"), "'/opt/my dbtax'");
+        assert_eq!(shell_quote("a'b;rm -rf x"), r"'a'\''b;rm -rf x'");
+        assert_eq!(shell_quote(""), "''");
+    }
+}

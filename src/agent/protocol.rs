@@ -1,0 +1,261 @@
+//! The agents' protocol: JSON lines over the SSH channel (the agent's stdin and stdout), one
+//! request, then its answers. Versioned: the coordinator sends its protocol and dbtax version
+//! in `hello`, the agent answers with its own, and the coordinator refuses any difference.
+//!
+//! A session: `hello`, `clock` ×5 (round trip and clock offset), then per trial `prepare`
+//! (the agent connects every client, answers `ready`), `start` (the workers warm up at once,
+//! the measured window opens and closes at the given instants of the agent's clock; `started`,
+//! a `tick` a second, then `report` with the merged counters and histograms), and `bye`.
+//! `stop` ends a trial early (the report that follows is discarded). Any failure: `error`.
+
+use crate::load::Rate;
+use crate::load::worker::{OpenLoopReport, WorkerReport};
+use crate::server::TargetSpec;
+use crate::workload::PreparedWorkload;
+use anyhow::{Context, Result};
+use base64::Engine as _;
+use hdrhistogram::Histogram;
+use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Bumped whenever a message changes shape.
+pub const PROTOCOL: u32 = 1;
+
+/// This build's version: an agent must run the same.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// From the coordinator to an agent.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Request {
+    /// The first message: who is asking.
+    Hello {
+        /// The coordinator's protocol.
+        protocol: u32,
+        /// The coordinator's dbtax version.
+        version: String,
+    },
+    /// Answer with the agent's clock now.
+    Clock,
+    /// Connect this trial's clients (all before answering `ready`).
+    Prepare(Box<Prepare>),
+    /// Start the prepared workers now; measure between the two instants (agent clock, ns
+    /// since the Unix epoch).
+    Start {
+        /// The measured window opens.
+        measure_at_ns: u64,
+        /// ...and closes.
+        end_at_ns: u64,
+    },
+    /// End the current trial now.
+    Stop,
+    /// The session is over.
+    Bye,
+}
+
+/// One trial's load, as this agent must run it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Prepare {
+    /// The server as this agent reaches it (with the password: the channel is SSH's).
+    pub target: TargetSpec,
+    /// dbtax's schema on it.
+    pub schema: String,
+    /// The workload, its tables already made by the coordinator (statements included).
+    pub workload: PreparedWorkload,
+    /// This agent's share of the threads.
+    pub threads: u32,
+    /// Rate mode: this agent's share of the rate.
+    pub rate: Option<Rate>,
+    /// Planned length of the measured window, ns (rate mode's lag quarters).
+    pub duration_ns: u64,
+    /// Seed of this agent's schedules.
+    pub seed: u64,
+}
+
+/// From an agent to the coordinator.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Reply {
+    /// Who answers.
+    Hello(Box<Hello>),
+    /// The agent's clock, ns since the Unix epoch.
+    Clock {
+        /// Now, on the agent.
+        clock_ns: u64,
+    },
+    /// Every client of the trial is connected.
+    Ready {
+        /// Connections opened.
+        threads: u32,
+    },
+    /// The workers run (warming up).
+    Started {
+        /// When, on the agent's clock.
+        clock_ns: u64,
+    },
+    /// Progress, once a second.
+    Tick {
+        /// Events so far in this trial, any phase.
+        events: u64,
+        /// Rate mode: the largest current schedule lag, µs.
+        lag_us: u64,
+    },
+    /// The trial's outcome.
+    Report(Box<AgentReport>),
+    /// Something failed; `lost`: the server stopped answering.
+    Error {
+        /// What, in one paragraph.
+        message: String,
+        /// The connection to the server was lost (as opposed to refused).
+        lost: bool,
+    },
+}
+
+/// The agent's facts, answered to `hello`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Hello {
+    /// Its protocol.
+    pub protocol: u32,
+    /// Its dbtax version.
+    pub version: String,
+    /// Its host name.
+    pub host: String,
+    /// Its architecture (x86_64, aarch64).
+    pub arch: String,
+    /// Its CPU cores.
+    pub cores: u32,
+    /// Its clock, ns since the Unix epoch.
+    pub clock_ns: u64,
+}
+
+/// One agent's trial: its workers' reports merged, histograms serialized (V2, base64).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct AgentReport {
+    /// Statements completed in the measured window.
+    pub queries: u64,
+    /// Events completed in the measured window.
+    pub events: u64,
+    /// Failed events by message.
+    pub errors: BTreeMap<String, u64>,
+    /// A worker that could not reconnect.
+    pub fatal: Option<String>,
+    /// Event latency, µs.
+    pub latency: String,
+    /// Rate mode: service latency, schedule lag, skipped events, lag quarters.
+    pub open: Option<OpenReport>,
+    /// The agent process's CPU in the measured window, µs.
+    pub cpu_us: u64,
+    /// When its window opened and closed, on its clock (ns since the Unix epoch).
+    pub window_ns: (u64, u64),
+}
+
+/// Rate mode's extra figures, serialized.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct OpenReport {
+    /// Service latency, µs.
+    pub service: String,
+    /// Schedule lag, µs.
+    pub lag: String,
+    /// Skipped events.
+    pub skipped: u64,
+    /// (sum of lags µs, events) in the window's first and last quarter.
+    pub lag_quarters: [(f64, u64); 2],
+}
+
+/// A histogram as text: V2 (uncompressed) serialization, base64.
+pub fn encode_histogram(h: &Histogram<u64>) -> Result<String> {
+    let mut bytes = Vec::new();
+    V2Serializer::new()
+        .serialize(h, &mut bytes)
+        .map_err(|e| anyhow::anyhow!("serializing a histogram: {e:?}"))?;
+    Ok(base64::engine::general_purpose::STANDARD.encode(bytes))
+}
+
+/// The inverse of `encode_histogram`.
+pub fn decode_histogram(text: &str) -> Result<Histogram<u64>> {
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(text)
+        .context("a histogram that is not base64")?;
+    Deserializer::new()
+        .deserialize(&mut bytes.as_slice())
+        .map_err(|e| anyhow::anyhow!("a histogram that does not deserialize: {e:?}"))
+}
+
+impl AgentReport {
+    /// The merged report of an agent's workers, ready to send.
+    pub fn new(r: &WorkerReport, cpu_us: u64, window_ns: (u64, u64)) -> Result<AgentReport> {
+        Ok(AgentReport {
+            queries: r.queries,
+            events: r.events,
+            errors: r.errors.clone(),
+            fatal: r.fatal.clone(),
+            latency: encode_histogram(&r.latency_us)?,
+            open: r
+                .open
+                .as_ref()
+                .map(|o| -> Result<OpenReport> {
+                    Ok(OpenReport {
+                        service: encode_histogram(&o.service_us)?,
+                        lag: encode_histogram(&o.lag_us)?,
+                        skipped: o.skipped,
+                        lag_quarters: o.lag_quarters,
+                    })
+                })
+                .transpose()?,
+            cpu_us,
+            window_ns,
+        })
+    }
+
+    /// Back to a worker report, for the coordinator's merge.
+    pub fn to_worker_report(&self) -> Result<WorkerReport> {
+        Ok(WorkerReport {
+            latency_us: decode_histogram(&self.latency)?,
+            queries: self.queries,
+            events: self.events,
+            errors: self.errors.clone(),
+            fatal: self.fatal.clone(),
+            open: self
+                .open
+                .as_ref()
+                .map(|o| -> Result<OpenLoopReport> {
+                    Ok(OpenLoopReport {
+                        service_us: decode_histogram(&o.service)?,
+                        lag_us: decode_histogram(&o.lag)?,
+                        skipped: o.skipped,
+                        lag_quarters: o.lag_quarters,
+                    })
+                })
+                .transpose()?,
+        })
+    }
+}
+
+/// Now, ns since the Unix epoch (the clock agents and coordinator compare).
+pub fn clock_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_histogram_survives_the_wire_exactly() {
+        let mut h = crate::load::worker::new_histogram();
+        for v in [1u64, 7, 250, 251, 9_999, 1_000_000, 3_600_000_000] {
+            h.record_n(v, v % 13 + 1).unwrap();
+        }
+        let back = decode_histogram(&encode_histogram(&h).unwrap()).unwrap();
+        assert_eq!(back, h);
+        assert_eq!(back.len(), h.len());
+        for q in [0.5, 0.99, 0.999, 1.0] {
+            assert_eq!(back.value_at_quantile(q), h.value_at_quantile(q));
+        }
+        assert!(decode_histogram("not base64!").is_err());
+    }
+}
