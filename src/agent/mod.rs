@@ -235,8 +235,11 @@ mod tests {
 
     #[test]
     fn agents_parse_with_users_ports_and_weights() {
-        let a = parse_list(&["ssh://bob@db-client:2222*3,local".into(), "ssh://[::1]".into()])
-            .unwrap();
+        let a = parse_list(&[
+            "ssh://bob@db-client:2222*3,local".into(),
+            "ssh://[::1]".into(),
+        ])
+        .unwrap();
         assert_eq!(
             a[0],
             AgentSpec {
@@ -251,7 +254,14 @@ mod tests {
         assert_eq!(a[0].label(), "ssh://bob@db-client:2222");
         assert_eq!(a[1].place, Place::Local);
         assert_eq!(a[2].label(), "ssh://[::1]");
-        for bad in ["host", "ssh://", "ssh://h:x", "local*0", "ssh://-oProxyCommand=x", "ssh://@h"] {
+        for bad in [
+            "host",
+            "ssh://",
+            "ssh://h:x",
+            "local*0",
+            "ssh://-oProxyCommand=x",
+            "ssh://@h",
+        ] {
             let e = AgentSpec::parse(bad).unwrap_err();
             assert_eq!(crate::error::exit_code(&e), 2, "{bad}");
         }

@@ -210,10 +210,16 @@ impl Pool {
                 match self.next_event(deadline) {
                     Some((j, Event::Reply(Reply::Clock { clock_ns }))) if j == i => break clock_ns,
                     Some((j, Event::Gone(why))) if j == i => {
-                        bail!("{}", self.agents[i].gone_message(&format!("is gone ({why})")))
+                        bail!(
+                            "{}",
+                            self.agents[i].gone_message(&format!("is gone ({why})"))
+                        )
                     }
                     Some(_) => continue,
-                    None => bail!("agent {} did not answer a clock request", self.agents[i].label()),
+                    None => bail!(
+                        "agent {} did not answer a clock request",
+                        self.agents[i].label()
+                    ),
                 }
             };
             let t2 = protocol::clock_ns();
@@ -301,7 +307,10 @@ fn ssh_command(spec: &AgentSpec, remote: &str) -> Command {
     match std::env::var("DBTAX_SSH_COMMAND") {
         Ok(cmd) if !cmd.trim().is_empty() => {
             let mut c = Command::new("sh");
-            c.arg("-c").arg(format!("{cmd} \"$@\"")).arg("dbtax-ssh").args(args);
+            c.arg("-c")
+                .arg(format!("{cmd} \"$@\""))
+                .arg("dbtax-ssh")
+                .args(args);
             c
         }
         _ => {
@@ -387,7 +396,12 @@ fn copy_to(spec: &AgentSpec, own: &str) -> Result<String> {
 }
 
 /// Start one agent; its stdout and stderr are read by threads of their own.
-fn spawn(index: usize, spec: &AgentSpec, bin: &(String, bool), tx: Sender<(usize, Event)>) -> Result<Agent> {
+fn spawn(
+    index: usize,
+    spec: &AgentSpec,
+    bin: &(String, bool),
+    tx: Sender<(usize, Event)>,
+) -> Result<Agent> {
     let (program, copy) = bin;
     let mut cmd = match spec.place {
         Place::Local => {
@@ -397,7 +411,10 @@ fn spawn(index: usize, spec: &AgentSpec, bin: &(String, bool), tx: Sender<(usize
         }
         Place::Ssh { .. } => {
             let remove = if *copy { " --remove-binary" } else { "" };
-            ssh_command(spec, &format!("{} agent --stdio{remove}", shell_quote(program)))
+            ssh_command(
+                spec,
+                &format!("{} agent --stdio{remove}", shell_quote(program)),
+            )
         }
     };
     // Its own process group: the terminal's Ctrl-C is the coordinator's to handle (it stops

@@ -194,7 +194,11 @@ impl Session {
                             };
                             let mut line = serde_json::to_string(&tick).unwrap_or_default();
                             line.push('\n');
-                            if out.write_all(line.as_bytes()).and_then(|_| out.flush()).is_err() {
+                            if out
+                                .write_all(line.as_bytes())
+                                .and_then(|_| out.flush())
+                                .is_err()
+                            {
                                 return Err(false);
                             }
                         }

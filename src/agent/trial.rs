@@ -37,7 +37,9 @@ impl Pool {
         on_tick: &mut dyn FnMut(&TrialProgress),
     ) -> Result<Trial> {
         if plan.queries.is_some() {
-            return Err(usage("--queries is not available with --agents: use a duration"));
+            return Err(usage(
+                "--queries is not available with --agents: use a duration",
+            ));
         }
         if let Some(a) = self.agents.iter_mut().find(|a| a.gone.is_some()) {
             let why = a.gone.clone().unwrap_or_default();
@@ -117,7 +119,14 @@ impl Pool {
             Reply::Report(rep) => Some(rep.clone()),
             _ => None,
         })?;
-        self.merge(plan, &shares, &active, reports, (&before, before_ns), (&after, after_ns))
+        self.merge(
+            plan,
+            &shares,
+            &active,
+            reports,
+            (&before, before_ns),
+            (&after, after_ns),
+        )
     }
 
     /// Before any setting changes: every agent connects one client to the server (its login,
@@ -186,7 +195,10 @@ impl Pool {
                     return Err(self.failed(i, &message, lost));
                 }
                 Some((i, Event::Reply(other))) => {
-                    bail!("agent {} answered out of turn: {other:?}", self.agents[i].label())
+                    bail!(
+                        "agent {} answered out of turn: {other:?}",
+                        self.agents[i].label()
+                    )
                 }
                 Some((i, Event::Gone(why))) => return Err(self.lost(i, &why)),
             }

@@ -245,8 +245,17 @@ pub(super) fn conclude(
         }
         Err(e) => Some(e),
     };
+    // Agents on this machine: `local`, or one whose host name is this one's.
+    let here_name = crate::host::hostname();
+    let here: Vec<String> = results
+        .agents
+        .iter()
+        .filter(|a| a.host == "local" || a.hostname == here_name)
+        .map(|a| a.host.clone())
+        .collect();
     results.warnings.extend(
-        super::warnings::client_cpu(&results.cells, results.host.cores).map(|w| w.to_string()),
+        super::warnings::client_cpu(&results.cells, results.host.cores, &here)
+            .map(|w| w.to_string()),
     );
     write_results(&dir, &results)?;
     let reports_written = !results.cells.iter().all(|c| c.trials.is_empty());

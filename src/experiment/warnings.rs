@@ -47,6 +47,13 @@ pub enum Warning {
         /// At this thread count.
         threads: u32,
     },
+    /// Agents' measured windows were apart by more than a tenth of a trial.
+    Skewed {
+        /// Trials flagged.
+        trials: usize,
+        /// The worst skew, ms.
+        worst_ms: f64,
+    },
 }
 
 impl fmt::Display for Warning {
@@ -109,6 +116,12 @@ impl fmt::Display for Warning {
                  server had that much less; compare variants, not absolute throughput",
                 share * 100.0
             ),
+            Warning::Skewed { trials, worst_ms } => write!(
+                f,
+                "the agents' measured windows were apart by more than a tenth of the trial in \
+                 {trials} trial(s) (worst {worst_ms:.1} ms): their counts and the server's cover \
+                 different times; lengthen --trial, or check the agents' clocks and round trips"
+            ),
         }
     }
 }
@@ -147,15 +160,38 @@ pub fn from_summary(s: &crate::stats::summary::Summary) -> Vec<Warning> {
             });
         }
     }
+    let skewed: Vec<f64> = s
+        .cells
+        .iter()
+        .flat_map(|c| c.trials.iter().filter(|t| t.skewed))
+        .filter_map(|t| t.agent_skew_ms)
+        .collect();
+    if !skewed.is_empty() {
+        out.push(Warning::Skewed {
+            trials: skewed.len(),
+            worst_ms: skewed.iter().copied().fold(0.0, f64::max),
+        });
+    }
     out
 }
 
 /// The client-CPU warning for a set of cells, when the worst trial passed 30% of the machine.
-pub fn client_cpu(cells: &[crate::results::Cell], cores: u32) -> Option<Warning> {
+/// With agents, only those on this machine (`here`: their labels) count.
+pub fn client_cpu(cells: &[crate::results::Cell], cores: u32, here: &[String]) -> Option<Warning> {
     let mut worst: Option<(f64, u32)> = None;
     for c in cells {
         for t in &c.trials {
-            let share = t.client_cpu_us_per_query * t.qps / 1e6 / cores.max(1) as f64;
+            let cpu_us_per_s = if t.agents.is_empty() {
+                t.client_cpu_us_per_query * t.qps
+            } else {
+                t.agents
+                    .iter()
+                    .filter(|a| here.contains(&a.host))
+                    .map(|a| a.client_cpu_us_per_query * a.queries as f64)
+                    .sum::<f64>()
+                    / t.duration_s.max(1e-9)
+            };
+            let share = cpu_us_per_s / 1e6 / cores.max(1) as f64;
             if worst.is_none_or(|(w, _)| share > w) {
                 worst = Some((share, c.threads));
             }

@@ -118,7 +118,24 @@ pub fn render(r: &Results) -> String {
             esc(&settings.join(" "))
         );
     }
-    s += "</table>\n<h2>Environment</h2>\n<table class=\"meta\">\n";
+    s += "</table>\n";
+    let agents = super::agents::rows(r);
+    if !agents.is_empty() {
+        s += "<h2>Agents</h2>\n<p>The load came from these hosts; this page's figures are their trials merged (counts summed, latency histograms added).</p>\n<table><tr><th>agent</th><th>queries</th><th>client CPU µs/query</th><th>worst window skew ms</th><th>host</th></tr>\n";
+        for a in agents {
+            let _ = writeln!(
+                s,
+                "<tr><td>{}</td><td>{}</td><td>{:.2}</td><td>{:.1}</td><td style=\"text-align:left\">{}</td></tr>",
+                esc(&a.host),
+                a.queries,
+                a.client_cpu_us_per_query,
+                a.worst_skew_ms,
+                esc(&a.about)
+            );
+        }
+        s += "</table>\n";
+    }
+    s += "<h2>Environment</h2>\n<table class=\"meta\">\n";
     let rows = [
         (
             "server",

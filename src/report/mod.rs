@@ -1,6 +1,7 @@
 //! Renderers: results in, text or bytes out. Each is pure and snapshot-tested; `write_all`
 //! puts every artefact of a run into its directory.
 
+pub mod agents;
 pub mod charts;
 pub mod compare;
 pub mod csv;

@@ -114,6 +114,9 @@ pub fn render(r: &Results) -> String {
             super::interval::Interval::estimate(c)
         );
     }
+    if let Some(a) = super::agents::summary(r) {
+        s += &format!("\n{a}");
+    }
     for w in &r.warnings {
         s += &format!("\nwarning: {w}\n");
     }
