@@ -20,11 +20,16 @@ deps:
 	  $(APT) update -q && $(APT) install -y -q mariadb-server sysbench $(PG_PACKAGES); \
 	fi
 
-## The tests also open the HTML report in headless Chromium.
+## The tests also open the HTML report in headless Chromium, start their own sshd for the
+## agents (openssh-server) and make network namespaces (iproute2).
 test-deps: deps
 	@command -v chromium >/dev/null 2>&1 || { \
 	  echo "Installing chromium with apt-get (the report's browser test)..."; \
 	  $(APT) update -q && $(APT) install -y -q chromium; \
+	}
+	@[ -x /usr/sbin/sshd ] && command -v ssh >/dev/null 2>&1 && command -v ip >/dev/null 2>&1 || { \
+	  echo "Installing openssh-server and iproute2 with apt-get (the agents' tests)..."; \
+	  $(APT) update -q && $(APT) install -y -q openssh-server openssh-client iproute2; \
 	}
 
 build:
@@ -37,7 +42,8 @@ demo: deps build
 demo-quick: deps build
 	./target/release/dbtax demo --quick
 
-## Formatting, lints, and every test (unit, CLI, statistics, real MariaDB).
+## Formatting, lints, and every test (unit, CLI, statistics, real MariaDB and PostgreSQL,
+## agents over a real sshd).
 test: test-deps
 	$(CARGO) fmt --check
 	$(CARGO) clippy --all-targets -- -D warnings

@@ -258,4 +258,59 @@ mod tests {
         }
         assert!(decode_histogram("not base64!").is_err());
     }
+
+    /// Three agents' reports, sent as JSON lines and merged, equal one report of every
+    /// sample: the merged percentiles are the exact ones. Averaging the agents' p99s instead
+    /// (a fast agent and a slow one) would be far off: checked too.
+    #[test]
+    fn agents_histograms_merge_to_the_histogram_of_all_samples() {
+        let mut rng = crate::rng::Rng::new(7);
+        let mut all = crate::load::worker::new_histogram();
+        let mut reports = vec![];
+        for agent in 0..3u64 {
+            let mut h = crate::load::worker::new_histogram();
+            // Agent 2 is slow: its latencies are ten times the others'.
+            let scale = if agent == 2 { 10.0 } else { 1.0 };
+            for _ in 0..20_000 {
+                let us = (scale * 100.0 * (1.0 + 20.0 * rng.unit().powi(8))) as u64;
+                h.record(us).unwrap();
+                all.record(us).unwrap();
+            }
+            let r = WorkerReport {
+                latency_us: h,
+                queries: 20_000,
+                events: 20_000,
+                errors: BTreeMap::new(),
+                fatal: None,
+                open: None,
+            };
+            let line = serde_json::to_string(&Reply::Report(Box::new(
+                AgentReport::new(&r, 1000, (1, 2)).unwrap(),
+            )))
+            .unwrap();
+            let Reply::Report(back) = serde_json::from_str(&line).unwrap() else {
+                panic!("not a report: {line}")
+            };
+            reports.push(back.to_worker_report().unwrap());
+        }
+        let p99s: Vec<u64> = reports
+            .iter()
+            .map(|r| r.latency_us.value_at_quantile(0.99))
+            .collect();
+        let merged = crate::load::trial::merge_reports(reports).unwrap();
+        assert_eq!(merged.latency_us, all);
+        assert_eq!(merged.queries, 60_000);
+        for q in [0.5, 0.9, 0.99, 0.999] {
+            assert_eq!(
+                merged.latency_us.value_at_quantile(q),
+                all.value_at_quantile(q)
+            );
+        }
+        let averaged = p99s.iter().sum::<u64>() as f64 / 3.0;
+        let exact = all.value_at_quantile(0.99) as f64;
+        assert!(
+            (averaged - exact).abs() / exact > 0.2,
+            "{averaged} vs {exact}"
+        );
+    }
 }

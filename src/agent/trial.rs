@@ -116,7 +116,7 @@ impl Pool {
         let after = snapshot(server, probes, admin.as_mut());
         let after_ns = protocol::clock_ns();
         let reports = self.collect(&active, REPORT_TIMEOUT, "reporting", |r| match r {
-            Reply::Report(rep) => Some(rep.clone()),
+            Reply::Report(rep) => Some((**rep).clone()),
             _ => None,
         })?;
         self.merge(
@@ -304,7 +304,7 @@ impl Pool {
         plan: &TrialPlan,
         shares: &[u32],
         active: &[usize],
-        reports: Vec<Box<protocol::AgentReport>>,
+        reports: Vec<protocol::AgentReport>,
         (before, before_ns): (&Snapshot, u64),
         (after, after_ns): (&Snapshot, u64),
     ) -> Result<Trial> {
