@@ -90,6 +90,20 @@ pub struct Trial {
     /// The skew exceeded a tenth of the window: the agents did not measure the same time.
     #[serde(default, skip_serializing_if = "is_false")]
     pub skewed: bool,
+    /// Load from agents: what coordinating them cost this process over the whole trial.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub coordination: Option<Coordination>,
+}
+
+/// What coordinating the agents cost in one trial (prepare to the last report).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Coordination {
+    /// The coordinator's own CPU (user + sys, every thread: its reader threads included), µs.
+    pub cpu_us: f64,
+    /// Messages exchanged with the agents, both ways.
+    pub messages: u64,
+    /// Bytes exchanged with the agents, both ways (JSON lines).
+    pub bytes: u64,
 }
 
 /// One agent's part of a trial.

@@ -40,8 +40,30 @@ pub struct Agent {
     child: Child,
     stdin: Option<ChildStdin>,
     stderr: Arc<Mutex<String>>,
+    traffic: Arc<Traffic>,
     /// Set once it is gone: why.
     pub(super) gone: Option<String>,
+}
+
+/// Messages and bytes exchanged with the agents, both ways, since the start.
+#[derive(Debug, Default)]
+pub(super) struct Traffic {
+    pub(super) messages: std::sync::atomic::AtomicU64,
+    pub(super) bytes: std::sync::atomic::AtomicU64,
+}
+
+impl Traffic {
+    fn count(&self, bytes: usize) {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.messages.fetch_add(1, Relaxed);
+        self.bytes.fetch_add(bytes as u64, Relaxed);
+    }
+
+    /// (messages, bytes) so far.
+    pub(super) fn now(&self) -> (u64, u64) {
+        use std::sync::atomic::Ordering::Relaxed;
+        (self.messages.load(Relaxed), self.bytes.load(Relaxed))
+    }
 }
 
 /// Every agent of a run, and what they are sent.
@@ -51,6 +73,7 @@ pub struct Pool {
     /// The server as the agents reach it, and dbtax's schema there.
     pub(super) target: Option<(TargetSpec, String)>,
     pub(super) events: Receiver<(usize, Event)>,
+    pub(super) traffic: Arc<Traffic>,
 }
 
 impl std::fmt::Debug for Pool {
@@ -80,6 +103,7 @@ impl Agent {
             .ok_or_else(|| anyhow!("agent {label} is closed"))?;
         let mut line = serde_json::to_string(request)?;
         line.push('\n');
+        self.traffic.count(line.len());
         stdin
             .write_all(line.as_bytes())
             .and_then(|_| stdin.flush())
@@ -107,16 +131,18 @@ impl Pool {
     /// failure is bad input (exit 2), naming the host, before anything on a server changes.
     pub fn start(opts: &AgentOptions, status: &mut dyn FnMut(&str)) -> Result<Pool> {
         let (tx, events) = mpsc::channel();
+        let traffic = Arc::new(Traffic::default());
         let mut agents = Vec::with_capacity(opts.agents.len());
         for (i, spec) in opts.agents.iter().enumerate() {
             let bin = agent_bin(spec, opts.agent_bin.as_deref(), status)?;
-            agents.push(spawn(i, spec, &bin, tx.clone())?);
+            agents.push(spawn(i, spec, &bin, tx.clone(), traffic.clone())?);
         }
         drop(tx);
         let mut pool = Pool {
             agents,
             target: None,
             events,
+            traffic,
         };
         for a in &mut pool.agents {
             a.send(&Request::Hello {
@@ -401,6 +427,7 @@ fn spawn(
     spec: &AgentSpec,
     bin: &(String, bool),
     tx: Sender<(usize, Event)>,
+    traffic: Arc<Traffic>,
 ) -> Result<Agent> {
     let (program, copy) = bin;
     let mut cmd = match spec.place {
@@ -428,6 +455,7 @@ fn spawn(
         .map_err(|e| usage(format!("cannot start agent {}: {e}", spec.label())))?;
     let stdout = child.stdout.take().expect("piped");
     let stderr = child.stderr.take().expect("piped");
+    let counted = traffic.clone();
     std::thread::spawn(move || {
         let mut reader = BufReader::new(stdout);
         let mut line = String::new();
@@ -438,7 +466,10 @@ fn spawn(
                     let _ = tx.send((index, Event::Gone("its channel closed".into())));
                     return;
                 }
-                Ok(_) => match serde_json::from_str::<Reply>(line.trim()) {
+                Ok(n) => match {
+                    counted.count(n);
+                    serde_json::from_str::<Reply>(line.trim())
+                } {
                     Ok(r) => {
                         if tx.send((index, Event::Reply(r))).is_err() {
                             return;
@@ -490,6 +521,7 @@ fn spawn(
         stdin: child.stdin.take(),
         child,
         stderr: tail,
+        traffic,
         gone: None,
     })
 }

@@ -306,6 +306,10 @@ mod tests {
                 all.value_at_quantile(q)
             );
         }
+        // What one agent's histogram costs on the wire (README: "bytes per histogram").
+        let wire = encode_histogram(&all).unwrap().len();
+        println!("a histogram of 60,000 latencies spread over 2 decades: {wire} bytes as sent");
+        assert!(wire < 20_000, "{wire}");
         let averaged = p99s.iter().sum::<u64>() as f64 / 3.0;
         let exact = all.value_at_quantile(0.99) as f64;
         assert!(

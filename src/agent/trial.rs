@@ -49,6 +49,7 @@ impl Pool {
             .target
             .clone()
             .ok_or_else(|| anyhow!("the agents have no target"))?;
+        let (cpu0, traffic0) = (crate::host::self_cpu_us(), self.traffic.now());
         let total = plan.threads.max(1);
         let weights: Vec<u32> = self.agents.iter().map(|a| a.spec.weight).collect();
         let shares = split(total, &weights);
@@ -119,14 +120,21 @@ impl Pool {
             Reply::Report(rep) => Some((**rep).clone()),
             _ => None,
         })?;
-        self.merge(
+        let mut trial = self.merge(
             plan,
             &shares,
             &active,
             reports,
             (&before, before_ns),
             (&after, after_ns),
-        )
+        )?;
+        let traffic = self.traffic.now();
+        trial.coordination = Some(crate::results::Coordination {
+            cpu_us: crate::host::self_cpu_us().saturating_sub(cpu0) as f64,
+            messages: traffic.0 - traffic0.0,
+            bytes: traffic.1 - traffic0.1,
+        });
+        Ok(trial)
     }
 
     /// Before any setting changes: every agent connects one client to the server (its login,
