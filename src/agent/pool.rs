@@ -59,6 +59,12 @@ impl Traffic {
         self.bytes.fetch_add(bytes as u64, Relaxed);
     }
 
+    /// Count a line read, and parse it.
+    fn parse(&self, bytes: usize, line: &str) -> serde_json::Result<Reply> {
+        self.count(bytes);
+        serde_json::from_str(line.trim())
+    }
+
     /// (messages, bytes) so far.
     pub(super) fn now(&self) -> (u64, u64) {
         use std::sync::atomic::Ordering::Relaxed;
@@ -466,10 +472,7 @@ fn spawn(
                     let _ = tx.send((index, Event::Gone("its channel closed".into())));
                     return;
                 }
-                Ok(n) => match {
-                    counted.count(n);
-                    serde_json::from_str::<Reply>(line.trim())
-                } {
+                Ok(n) => match counted.parse(n, &line) {
                     Ok(r) => {
                         if tx.send((index, Event::Reply(r))).is_err() {
                             return;
