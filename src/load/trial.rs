@@ -139,8 +139,7 @@ pub fn run_trial(
     on_tick: &mut dyn FnMut(&TrialProgress),
 ) -> Result<Trial> {
     if let Some(agents) = &plan.agents {
-        let mut agents = agents.lock().unwrap_or_else(|e| e.into_inner());
-        return agents.run_trial(server, workload, plan, probes, on_tick);
+        return crate::agent::lock(agents).run_trial(server, workload, plan, probes, on_tick);
     }
     let threads = plan.threads.max(1) as usize;
     let connector = server.connector(workload);
