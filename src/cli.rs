@@ -43,7 +43,8 @@ pub enum Command {
   dbtax bench --rate 50% --json                         half of the capacity measured first
   dbtax bench --target 'mysql://root@localhost/test?socket=/run/mysqld/mysqld.sock'
   dbtax bench --target managed:postgres --workload select-only --threads 32
-  dbtax bench --target 'postgres://postgres@/bench?host=/run/postgresql' --workload tpcb-like")]
+  dbtax bench --target 'postgres://postgres@/bench?host=/run/postgresql' --workload tpcb-like
+  dbtax bench --agents ssh://client1*3,ssh://client2 --threads 64 --target 'mysql://u:pw@db:3306/'")]
     Bench(Box<BenchArgs>),
     /// Run an experiment: variants × thread counts in interleaved, randomized blocks.
     #[command(after_help = "Examples:
@@ -55,6 +56,7 @@ pub enum Command {
   dbtax run experiment.toml --target 'mysql://root:pw@127.0.0.1:3306/'
   dbtax run --preset pg-logging --quick                 log_statement, log_min_duration, pgaudit on PostgreSQL
   dbtax run --target 'postgres://postgres:pw@127.0.0.1:5432/app' --feature auto-explain -w select-only
+  dbtax run --feature slow-log --agents ssh://client1,ssh://client2 --agent-bin copy --target 'mysql://u:pw@db:3306/'
 
 The first variant is the baseline. Overhead = 100 x (1 - qps_variant / qps_baseline),
 estimated from block-paired ratios with a 95% t interval. Settings are journaled before any
