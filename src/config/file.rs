@@ -272,6 +272,26 @@ set = { innodb_flush_log_at_trx_commit = "2" }
 "#;
 
     #[test]
+    fn agents_come_from_the_file_and_a_bad_one_is_bad_input() {
+        let text = "agents = [\"ssh://bob@client1:2222*2\", \"local\"]\n\
+                    [[variant]]\nname = \"off\"\n[[variant]]\nname = \"on\"\nset = { a = 1 }\n";
+        let e = from_toml(text, "x").unwrap();
+        assert_eq!(e.agents, vec!["ssh://bob@client1:2222*2", "local"]);
+        let bad = text.replace("local", "ftp://client2");
+        let err = from_toml(&bad, "x").and_then(|e| e.validate()).unwrap_err();
+        assert_eq!(crate::error::exit_code(&err), 2);
+        assert!(format!("{err:#}").contains("ftp://client2"), "{err:#}");
+        let counted = text.replace("agents", "queries_per_trial = 100\nagents");
+        let err = from_toml(&counted, "x")
+            .and_then(|e| e.validate())
+            .unwrap_err();
+        assert!(
+            format!("{err:#}").contains("not available with agents"),
+            "{err:#}"
+        );
+    }
+
+    #[test]
     fn a_rate_or_a_list_of_rates_makes_an_open_loop_experiment() {
         let text = "rate = [\"25%\", 2000]\narrival = \"uniform\"\nskip_late = \"50ms\"\n\
                     [[variant]]\nname = \"off\"\n[[variant]]\nname = \"on\"\nset = { a = 1 }\n";

@@ -311,6 +311,47 @@ fn bench_with_a_copied_agent_leaves_no_copy(ctx: &Ctx) {
     assert_eq!(copies(), before, "a copy of dbtax was left in /tmp");
 }
 
+fn a_rate_is_split_across_agents_and_held(ctx: &Ctx) {
+    let agents = format!("{},local", ctx.agent());
+    let o = ctx.run(&[
+        "bench",
+        "--target",
+        &ctx.url("t_agents"),
+        "--agents",
+        &agents,
+        "--agent-bin",
+        &ctx.agent_bin.display().to_string(),
+        "--rate",
+        "2000",
+        "--arrival",
+        "uniform",
+        "--threads",
+        "4",
+        "--duration",
+        "3s",
+        "--warmup",
+        "0.5s",
+        "--table-size",
+        "2000",
+        "--json",
+    ]);
+    ok(&o);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["rate"]["asked"], 2000.0, "{v}");
+    let achieved = v["rate"]["achieved"].as_f64().unwrap();
+    assert!(
+        (achieved - 2000.0).abs() < 100.0,
+        "achieved {achieved}: {v}"
+    );
+    assert_eq!(v["rate"]["saturated"], false, "{v}");
+    assert!(v["service_latency_ms"]["p50"].as_f64().unwrap() > 0.0);
+    // Each agent ran half of the events: the rate follows the threads.
+    for a in v["agents"].as_array().unwrap() {
+        let share = a["queries"].as_f64().unwrap() / v["queries"].as_f64().unwrap();
+        assert!((share - 0.5).abs() < 0.05, "{v}");
+    }
+}
+
 fn an_agent_of_another_version_is_refused(ctx: &Ctx) {
     let fake = ctx.work.join("old-dbtax");
     std::fs::write(
@@ -404,6 +445,7 @@ fn main() {
         crate::scenarios![Ctx;
             two_ssh_agents_measure_the_slow_log_and_settings_come_back,
             bench_with_a_copied_agent_leaves_no_copy,
+            a_rate_is_split_across_agents_and_held,
             an_agent_of_another_version_is_refused,
             an_agent_that_cannot_reach_the_server_is_bad_input,
             a_killed_agent_stops_the_run_and_settings_come_back,
