@@ -229,8 +229,14 @@ fn check_trials_are_their_agents_sums(v: &serde_json::Value, agents: usize) {
                 .map(|a| a["skew_ms"].as_f64().unwrap())
                 .fold(0.0, f64::max);
             assert_eq!(t["agent_skew_ms"].as_f64().unwrap(), worst);
-            // Loopback agents: within a tenth of the 0.6 s trial.
-            assert!(worst < 60.0, "skew {worst} ms: {t}");
+            // No bound on the skew itself: it depends on how busy this machine is (a timing
+            // threshold would be a flaky test); the flag must follow the stated rule.
+            let tenth = 100.0 * t["duration_s"].as_f64().unwrap();
+            assert_eq!(
+                t.get("skewed").is_some_and(|s| s == true),
+                worst > tenth,
+                "{t}"
+            );
             trials += 1;
         }
     }
