@@ -80,6 +80,8 @@ pub struct Pool {
     pub(super) target: Option<(TargetSpec, String)>,
     pub(super) events: Receiver<(usize, Event)>,
     pub(super) traffic: Arc<Traffic>,
+    /// The agents of the trial under way that were told to start (a stop is theirs only).
+    pub(super) running: Vec<usize>,
 }
 
 impl std::fmt::Debug for Pool {
@@ -149,6 +151,7 @@ impl Pool {
             target: None,
             events,
             traffic,
+            running: vec![],
         };
         for a in &mut pool.agents {
             a.send(&Request::Hello {

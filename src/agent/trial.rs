@@ -91,6 +91,7 @@ impl Pool {
         for &i in &active {
             let off = self.agents[i].offset_ns;
             let at = |t: u64| (t as i64 + off).max(0) as u64;
+            self.running.push(i);
             self.agents[i].send(&Request::Start {
                 measure_at_ns: at(measure_at),
                 end_at_ns: at(end_at),
@@ -120,6 +121,7 @@ impl Pool {
             Reply::Report(rep) => Some((**rep).clone()),
             _ => None,
         })?;
+        self.running.clear();
         let mut trial = self.merge(
             plan,
             &shares,
@@ -260,16 +262,19 @@ impl Pool {
     }
 
     /// Stop a trial on every agent and drop what they answer.
+    /// Only those already started are stopped and waited for; the others hold connected
+    /// clients, which their next `prepare` (or the end of the session) closes.
     fn abandon(&mut self, agents: &[usize]) {
-        for &i in agents {
-            let _ = self.agents[i].send(&Request::Stop);
-        }
-        let deadline = Instant::now() + Duration::from_secs(5);
         let mut left: Vec<usize> = agents
             .iter()
             .copied()
-            .filter(|i| self.agents[*i].gone.is_none())
+            .filter(|i| self.running.contains(i) && self.agents[*i].gone.is_none())
             .collect();
+        self.running.retain(|i| !agents.contains(i));
+        for &i in &left {
+            let _ = self.agents[i].send(&Request::Stop);
+        }
+        let deadline = Instant::now() + Duration::from_secs(5);
         while !left.is_empty() {
             match self.next_event(deadline) {
                 Some((i, Event::Reply(Reply::Report(_) | Reply::Error { .. }))) => {
