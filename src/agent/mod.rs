@@ -5,9 +5,10 @@
 //! measured window opens and closes. Agents only load: they answer with their counters, their
 //! own CPU and their histograms (V2-serialized), which the coordinator adds exactly.
 //!
-//! `protocol`: the messages; `serve`: the agent's side; `pool`: starting agents, hello and
-//! clocks; `trial`: one trial over every agent.
+//! `protocol`: the messages; `serve`: the agent's side; `launch`: starting an agent's
+//! process; `pool`: the agents, hello and clocks; `trial`: one trial over every agent.
 
+pub mod launch;
 pub mod pool;
 pub mod protocol;
 pub mod serve;
@@ -170,8 +171,23 @@ pub struct AgentOptions {
 }
 
 impl AgentOptions {
-    /// Check the options before anything starts (bad input is exit 2).
-    pub fn validate(&self) -> Result<()> {
+    /// The agents of `list` (flags or the file) with `--agent-bin` and `--agent-target`,
+    /// checked before anything starts (bad input is exit 2).
+    pub fn new(
+        list: &[String],
+        agent_bin: Option<String>,
+        agent_target: Option<String>,
+    ) -> Result<AgentOptions> {
+        let opts = AgentOptions {
+            agents: parse_list(list)?,
+            agent_bin,
+            agent_target,
+        };
+        opts.validate()?;
+        Ok(opts)
+    }
+
+    fn validate(&self) -> Result<()> {
         if let Some(t) = &self.agent_target {
             crate::server::TargetSpec::parse(t)?;
             if self.agents.is_empty() {
@@ -195,7 +211,6 @@ pub fn start(
     if opts.agents.is_empty() {
         return Ok(None);
     }
-    opts.validate()?;
     let target = match &opts.agent_target {
         Some(t) => crate::server::TargetSpec::parse(t)?,
         None => server.client_target(),

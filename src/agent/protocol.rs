@@ -113,7 +113,7 @@ pub enum Reply {
 }
 
 /// The agent's facts, answered to `hello`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Hello {
     /// Its protocol.
     pub protocol: u32,
@@ -297,7 +297,7 @@ mod tests {
             .iter()
             .map(|r| r.latency_us.value_at_quantile(0.99))
             .collect();
-        let merged = crate::load::trial::merge_reports(reports).unwrap();
+        let merged = crate::load::summary::merge_reports(reports).unwrap();
         assert_eq!(merged.latency_us, all);
         assert_eq!(merged.queries, 60_000);
         for q in [0.5, 0.9, 0.99, 0.999] {

@@ -6,7 +6,9 @@
 
 use super::protocol::{self, AgentReport, Hello, PROTOCOL, Prepare, Reply, Request, VERSION};
 use crate::load::TrialPlan;
-use crate::load::trial::{begin_measure, connect_clients, merge_reports, with_workers};
+use crate::load::summary::merge_reports;
+use crate::load::trial::{begin_measure, connect_clients, with_workers};
+use crate::load::worker::WorkerReport;
 use crate::server::{Client, Server, ServerLost, TargetSpec};
 use anyhow::{Result, anyhow};
 use std::io::{BufRead, Write};
@@ -108,7 +110,7 @@ fn error_reply(e: &anyhow::Error) -> Reply {
 }
 
 /// Write one reply line.
-pub fn send(out: &mut impl Write, reply: &Reply) -> Result<()> {
+pub fn send(out: &mut dyn Write, reply: &Reply) -> Result<()> {
     let mut line = serde_json::to_string(reply)?;
     line.push('\n');
     out.write_all(line.as_bytes())?;
@@ -192,13 +194,7 @@ impl Session {
                                 events: shared.total_events(),
                                 lag_us: shared.max_lag_us(),
                             };
-                            let mut line = serde_json::to_string(&tick).unwrap_or_default();
-                            line.push('\n');
-                            if out
-                                .write_all(line.as_bytes())
-                                .and_then(|_| out.flush())
-                                .is_err()
-                            {
+                            if send(out, &tick).is_err() {
                                 return Err(false);
                             }
                         }
@@ -214,7 +210,11 @@ impl Session {
         match outcome {
             Ok((cpu_us, w)) => Ok(Some(AgentReport::new(&merge_reports(reports)?, cpu_us, w)?)),
             // Stopped early: an empty report, which the coordinator discards.
-            Err(true) => Ok(Some(AgentReport::new(&merge_reports(vec![])?, 0, (0, 0))?)),
+            Err(true) => Ok(Some(AgentReport::new(
+                &WorkerReport::empty(false),
+                0,
+                (0, 0),
+            )?)),
             Err(false) => Ok(None),
         }
     }

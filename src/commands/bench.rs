@@ -43,12 +43,11 @@ pub fn run(args: BenchArgs) -> Result<()> {
         }
         None => None,
     };
-    let agent_opts = crate::agent::AgentOptions {
-        agents: crate::agent::parse_list(&args.agents.agents)?,
-        agent_bin: args.agents.agent_bin.clone(),
-        agent_target: args.agents.agent_target.clone(),
-    };
-    agent_opts.validate()?;
+    let agent_opts = crate::agent::AgentOptions::new(
+        &args.agents.agents,
+        args.agents.agent_bin.clone(),
+        args.agents.agent_target.clone(),
+    )?;
     if !agent_opts.agents.is_empty() && args.queries.is_some() {
         return Err(usage(
             "--queries is not available with --agents: give --duration",

@@ -91,12 +91,11 @@ pub fn experiment(args: &RunArgs) -> Result<Experiment> {
              the results with `dbtax compare`",
         ));
     }
-    crate::agent::AgentOptions {
-        agents: crate::agent::parse_list(&exp.agents)?,
-        agent_bin: args.agents.agent_bin.clone(),
-        agent_target: args.agents.agent_target.clone(),
-    }
-    .validate()?;
+    crate::agent::AgentOptions::new(
+        &exp.agents,
+        args.agents.agent_bin.clone(),
+        args.agents.agent_target.clone(),
+    )?;
     if exp.name.is_empty() {
         exp.name = default_name(&exp.variants);
     }

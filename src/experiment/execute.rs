@@ -157,15 +157,6 @@ impl Ready {
     }
 }
 
-/// The agents of a run, from the experiment and the run's options.
-fn agent_options(exp: &Experiment, opts: &RunOptions) -> Result<crate::agent::AgentOptions> {
-    Ok(crate::agent::AgentOptions {
-        agents: crate::agent::parse_list(&exp.agents)?,
-        agent_bin: opts.agent_bin.clone(),
-        agent_target: opts.agent_target.clone(),
-    })
-}
-
 pub(super) fn trial_plan(exp: &Experiment) -> TrialPlan {
     TrialPlan {
         threads: 1,
@@ -195,9 +186,15 @@ pub fn execute(
         dir,
     } = {
         let opened = open(exp, config, opts)?;
-        agents = crate::agent::start(&agent_options(exp, opts)?, &opened.0, &mut |m| {
-            display.status(m)
-        })?;
+        agents = crate::agent::start(
+            &crate::agent::AgentOptions::new(
+                &exp.agents,
+                opts.agent_bin.clone(),
+                opts.agent_target.clone(),
+            )?,
+            &opened.0,
+            &mut |m| display.status(m),
+        )?;
         Ready::new(exp, opened, opts, agents.as_ref(), display)?
     };
     let mut trial = trial_plan(exp);

@@ -2,6 +2,7 @@
 //! coordinator that runs one trial and turns counters into a `Trial` (`trial`).
 
 pub mod schedule;
+pub mod summary;
 pub mod trial;
 pub mod worker;
 

@@ -1,25 +1,21 @@
 //! One trial: connect every client first (so a bad login fails before any load), start the
 //! workers, settle for the warmup, snapshot the probes, measure, snapshot again, stop, merge.
 //! The coordinator thread is also the progress reporter: it samples the workers' counters a
-//! few times a second and never touches the hot path.
+//! few times a second and never touches the hot path. `summary` makes the reports one trial.
 
 use super::schedule::{Rate, Schedule};
 use super::worker::{
     self, PHASE_MEASURE, PHASE_STOP, PHASE_WARMUP, Shared, WorkerReport, WorkerSetup,
 };
 use crate::error::Failure;
-use crate::results::{LagMs, LatencyMs, Trial, TrialRate};
+use crate::results::Trial;
 use crate::server::{Admin, Client, Connector, Server, ServerLost};
 use crate::workload::PreparedWorkload;
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
-
-/// Statements of other clients, as a share of dbtax's own, above which the server's CPU per
-/// query is withheld.
-pub const OTHER_CLIENTS_PCT: f64 = 5.0;
 
 /// How to run one trial.
 #[derive(Debug, Clone)]
@@ -90,10 +86,10 @@ pub struct TrialProgress {
 /// What is read of the server (and of this process) at each end of the measured window.
 pub(crate) struct Snapshot {
     pub(crate) at: Instant,
-    client_cpu_us: u64,
-    server_cpu: Option<crate::host::CpuSnapshot>,
-    log_bytes: Option<u64>,
-    status: BTreeMap<String, f64>,
+    pub(crate) client_cpu_us: u64,
+    pub(crate) server_cpu: Option<crate::host::CpuSnapshot>,
+    pub(crate) log_bytes: Option<u64>,
+    pub(crate) status: BTreeMap<String, f64>,
 }
 
 pub(crate) fn snapshot(
@@ -182,7 +178,7 @@ pub fn run_trial(
         None => {}
     }
     let client_cpu_us = after.client_cpu_us.saturating_sub(before.client_cpu_us);
-    summarize(reports, &before, &after, plan.rate, client_cpu_us as f64)
+    super::summary::summarize(reports, &before, &after, plan.rate, client_cpu_us as f64)
 }
 
 /// Open one connection per client, all before any load: a bad login fails here.
@@ -349,175 +345,4 @@ impl<'a> Sampler<'a> {
             }
         }
     }
-}
-
-/// A trial is saturated when it achieved less than this share of the asked rate...
-pub const SATURATED_BELOW: f64 = 0.95;
-/// ...or when the schedule lag grew, from the first quarter of the measured window to the
-/// last, by more than this share of the window (and at least `LAG_GROWTH_MIN_MS`): the queue
-/// of late events is growing, the server does not keep up.
-pub const LAG_GROWTH_SHARE: f64 = 0.02;
-/// See `LAG_GROWTH_SHARE`.
-pub const LAG_GROWTH_MIN_MS: f64 = 5.0;
-
-/// Merge the open-loop reports: service latency, schedule lag, and whether the rate held.
-fn open_loop(
-    open: Option<&worker::OpenLoopReport>,
-    rate: Rate,
-    events: u64,
-    secs: f64,
-) -> Result<(TrialRate, LatencyMs, LagMs)> {
-    let empty = worker::OpenLoopReport {
-        service_us: worker::new_histogram(),
-        lag_us: worker::new_histogram(),
-        skipped: 0,
-        lag_quarters: [(0.0, 0); 2],
-    };
-    let o = open.unwrap_or(&empty);
-    let (service, lag, skipped, quarters) = (&o.service_us, &o.lag_us, o.skipped, o.lag_quarters);
-    let mean_ms = |(sum, n): (f64, u64)| (n > 0).then(|| sum / n as f64 / 1000.0);
-    let lag_growth_ms = match (mean_ms(quarters[0]), mean_ms(quarters[1])) {
-        (Some(a), Some(b)) => b - a,
-        _ => 0.0,
-    };
-    let achieved = events as f64 / secs;
-    let saturated = achieved < SATURATED_BELOW * rate.per_second
-        || lag_growth_ms > (LAG_GROWTH_SHARE * secs * 1000.0).max(LAG_GROWTH_MIN_MS);
-    let ms = |us: u64| us as f64 / 1000.0;
-    Ok((
-        TrialRate {
-            asked: rate.per_second,
-            achieved,
-            skipped,
-            lag_growth_ms,
-            saturated,
-        },
-        percentiles(service),
-        LagMs {
-            p50: ms(lag.value_at_quantile(0.50)),
-            p99: ms(lag.value_at_quantile(0.99)),
-            max: ms(lag.max()),
-        },
-    ))
-}
-
-fn percentiles(hist: &hdrhistogram::Histogram<u64>) -> LatencyMs {
-    let ms = |us: u64| us as f64 / 1000.0;
-    LatencyMs {
-        p50: ms(hist.value_at_quantile(0.50)),
-        p95: ms(hist.value_at_quantile(0.95)),
-        p99: ms(hist.value_at_quantile(0.99)),
-        max: ms(hist.max()),
-    }
-}
-
-/// Turn the workers' reports (this process's, or each agent's merged) and the snapshots
-/// around the measured window into a trial. `client_cpu_us`: the load's CPU in the window.
-pub(crate) fn summarize(
-    reports: Vec<WorkerReport>,
-    before: &Snapshot,
-    after: &Snapshot,
-    rate: Option<Rate>,
-    client_cpu_us: f64,
-) -> Result<Trial> {
-    let all = merge_reports(reports)?;
-    let (hist, queries, events, errors) = (&all.latency_us, all.queries, all.events, &all.errors);
-    let fatal: Vec<&String> = all.fatal.iter().collect();
-    let error_count: u64 = errors.values().sum();
-    if queries == 0 {
-        if let Some((msg, _)) = errors.iter().max_by_key(|(_, n)| **n) {
-            bail!("every query of the trial failed: {msg}");
-        }
-        if let Some(f) = fatal.first() {
-            return Err(ServerLost(format!("every client lost its connection: {f}")).into());
-        }
-        bail!("no query completed during the measured window: lengthen --duration");
-    }
-    let secs = after.at.duration_since(before.at).as_secs_f64().max(1e-9);
-    let per_query = |d: f64| d / queries as f64;
-    let open = rate
-        .map(|r| open_loop(all.open.as_ref(), r, events, secs))
-        .transpose()?;
-    let log_bytes_per_query = match (before.log_bytes, after.log_bytes) {
-        (Some(b), Some(a)) if a >= b => Some(per_query((a - b) as f64)),
-        _ => None,
-    };
-    let server_counters_per_query: BTreeMap<String, f64> = after
-        .status
-        .iter()
-        .filter_map(|(k, a)| before.status.get(k).map(|b| (k.clone(), per_query(a - b))))
-        .collect();
-    // The server's CPU is all its clients': when others ran more than a few percent of the
-    // statements (its `Questions` against dbtax's own count), the figure is not dbtax's.
-    let others_pct = server_counters_per_query
-        .get("Questions")
-        .map(|q| (100.0 * (q - 1.0)).max(0.0));
-    let server_cpu_us_per_query = match (&before.server_cpu, &after.server_cpu) {
-        (Some(_), Some(_)) if others_pct.is_some_and(|p| p > OTHER_CLIENTS_PCT) => None,
-        (Some(b), Some(a)) => Some(per_query(b.used_until(a))),
-        _ => None,
-    };
-    Ok(Trial {
-        qps: queries as f64 / secs,
-        tps: events as f64 / secs,
-        queries,
-        errors: error_count,
-        error_messages: errors.clone(),
-        duration_s: secs,
-        latency_ms: percentiles(hist),
-        client_cpu_us_per_query: per_query(client_cpu_us),
-        server_cpu_us_per_query,
-        log_bytes_per_query,
-        wal_bytes_per_query: ["wal_bytes", "Binlog_bytes_written"]
-            .iter()
-            .find_map(|k| server_counters_per_query.get(*k).copied()),
-        server_counters_per_query,
-        other_clients_pct: others_pct.filter(|p| *p > OTHER_CLIENTS_PCT),
-        rate: open.as_ref().map(|o| o.0.clone()),
-        service_latency_ms: open.as_ref().map(|o| o.1.clone()),
-        schedule_lag_ms: open.map(|o| o.2),
-        ..Default::default()
-    })
-}
-
-/// The workers' reports as one: histograms added (exact, never averaged), counts summed.
-pub fn merge_reports(reports: Vec<WorkerReport>) -> Result<WorkerReport> {
-    let mut all = WorkerReport {
-        latency_us: worker::new_histogram(),
-        queries: 0,
-        events: 0,
-        errors: BTreeMap::new(),
-        fatal: None,
-        open: None,
-    };
-    for r in reports {
-        all.latency_us
-            .add(&r.latency_us)
-            .context("merging latency histograms")?;
-        all.queries += r.queries;
-        all.events += r.events;
-        for (m, n) in r.errors {
-            *all.errors.entry(m).or_default() += n;
-        }
-        all.fatal = all.fatal.or(r.fatal);
-        if let Some(o) = r.open {
-            let merged = all.open.get_or_insert_with(|| worker::OpenLoopReport {
-                service_us: worker::new_histogram(),
-                lag_us: worker::new_histogram(),
-                skipped: 0,
-                lag_quarters: [(0.0, 0); 2],
-            });
-            merged
-                .service_us
-                .add(&o.service_us)
-                .context("merging histograms")?;
-            merged.lag_us.add(&o.lag_us).context("merging histograms")?;
-            merged.skipped += o.skipped;
-            for (q, w) in merged.lag_quarters.iter_mut().zip(o.lag_quarters) {
-                q.0 += w.0;
-                q.1 += w.1;
-            }
-        }
-    }
-    Ok(all)
 }

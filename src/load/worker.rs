@@ -106,6 +106,32 @@ pub struct WorkerReport {
     pub open: Option<OpenLoopReport>,
 }
 
+impl WorkerReport {
+    /// Nothing measured yet; `open`: with the rate mode's figures.
+    pub fn empty(open: bool) -> WorkerReport {
+        WorkerReport {
+            latency_us: new_histogram(),
+            queries: 0,
+            events: 0,
+            errors: BTreeMap::new(),
+            fatal: None,
+            open: open.then(OpenLoopReport::empty),
+        }
+    }
+}
+
+impl OpenLoopReport {
+    /// Nothing measured yet.
+    pub fn empty() -> OpenLoopReport {
+        OpenLoopReport {
+            service_us: new_histogram(),
+            lag_us: new_histogram(),
+            skipped: 0,
+            lag_quarters: [(0.0, 0); 2],
+        }
+    }
+}
+
 /// What a worker on a schedule measured besides the latency from the intended start.
 pub struct OpenLoopReport {
     /// From the actual send to the answer, µs.
@@ -163,19 +189,7 @@ pub fn run_worker(
 ) -> WorkerReport {
     let index = setup.index;
     let mut rng = Rng::from_time(index as u64 + 1);
-    let mut report = WorkerReport {
-        latency_us: new_histogram(),
-        queries: 0,
-        events: 0,
-        errors: BTreeMap::new(),
-        fatal: None,
-        open: setup.schedule.as_ref().map(|_| OpenLoopReport {
-            service_us: new_histogram(),
-            lag_us: new_histogram(),
-            skipped: 0,
-            lag_quarters: [(0.0, 0); 2],
-        }),
-    };
+    let mut report = WorkerReport::empty(setup.schedule.is_some());
     let mut schedule = setup.schedule;
     if schedule.is_some() {
         precise_sleep();
