@@ -215,18 +215,13 @@ pub fn start(
         Some(t) => crate::server::TargetSpec::parse(t)?,
         None => server.client_target(),
     };
-    use crate::server::{Family, TargetSpec};
-    let fits = matches!(
-        (&target, server.family()),
-        (TargetSpec::Mysql(_), Family::Mariadb | Family::Mysql)
-            | (TargetSpec::Postgres(_), Family::Postgres)
-    );
-    if !fits {
+    if target.is_managed() || target.engine().name != server.engine().name {
         return Err(usage(format!(
-            "--agent-target {} is not a URL of the target's kind ({:?}): give the same server \
-             as the agents reach it, e.g. mysql://user:pass@10.0.0.5:3306/",
+            "--agent-target {} is not a URL of the target's kind ({}): give the same server \
+             as the agents reach it, e.g. {}",
             target.redacted(),
-            server.family()
+            server.engine().title,
+            server.engine().examples[0]
         )));
     }
     status(&format!(

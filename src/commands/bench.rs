@@ -53,14 +53,18 @@ pub fn run(args: BenchArgs) -> Result<()> {
             "--queries is not available with --agents: give --duration",
         ));
     }
-    let target = Server::open(&config)?;
+    let target = Server::open(&config, &[])?;
     target.check_statements(&workload)?;
     let agents = crate::agent::start(&agent_opts, &target, &mut |m| {
         if !args.json {
             eprintln!("{m}")
         }
     })?;
-    let prepared = target.prepare(&workload, args.json)?;
+    let prepared = target.prepare(&workload, &mut |m| {
+        if !args.json {
+            eprintln!("{m}")
+        }
+    })?;
     if let Some(a) = &agents {
         crate::agent::lock(a).check(&prepared)?;
     }

@@ -5,21 +5,21 @@
 use crate::cli::DemoArgs;
 use crate::error::usage;
 use crate::experiment::execute::RunOptions;
-use crate::server::{ManagedConfig, ManagedKind, ServerConfig, TargetSpec};
+use crate::server::{ManagedConfig, ServerConfig, TargetSpec};
 use anyhow::Result;
 
 /// Run `dbtax demo`.
 pub fn run(args: DemoArgs) -> Result<()> {
     let spec = TargetSpec::parse(&args.target)?;
-    let TargetSpec::Managed(kind) = spec else {
+    if !spec.is_managed() {
         return Err(usage(format!(
             "the demo runs on a throwaway server: --target managed:mariadb or managed:postgres, \
              not {}. For your own server use `dbtax run --target URL --feature general-log \
              --feature slow-log --feature audit`",
             spec.redacted()
         )));
-    };
-    let exp = crate::config::presets::demo(args.quick, kind == ManagedKind::Postgres);
+    }
+    let exp = crate::config::presets::demo(args.quick, spec.engine().point_select);
     let config = ServerConfig {
         spec,
         schema: None,

@@ -2,25 +2,23 @@
 
 use crate::cli::FeaturesArgs;
 use crate::config::server_config;
-use crate::server::{Family, Server, Support, SupportContext, catalog};
+use crate::server::{Server, Support, SupportContext, engines};
 use anyhow::Result;
 
 /// List the catalog, with each feature's support on the target.
 pub fn run(args: FeaturesArgs) -> Result<()> {
     if args.offline {
-        for (family, title) in [
-            (Family::Mariadb, "MariaDB / MySQL"),
-            (Family::Postgres, "PostgreSQL"),
-        ] {
-            println!("{title}:");
-            for n in catalog::names(family) {
-                let f = catalog::lookup(n, family)?;
-                println!("  {:<22} {}", f.name, f.description);
+        for engine in engines::all() {
+            println!("{}:", engine.title);
+            for n in engine.feature_names {
+                if let Some(f) = (engine.feature)(n) {
+                    println!("  {:<22} {}", f.name, f.description);
+                }
             }
         }
         return Ok(());
     }
-    let server = Server::open(&server_config(&args.target, None)?)?;
+    let server = Server::open(&server_config(&args.target, None)?, &[])?;
     let mut admin = server.admin()?;
     println!(
         "Features on {} ({}):",
@@ -32,8 +30,8 @@ pub fn run(args: FeaturesArgs) -> Result<()> {
         managed: server.is_managed(),
         local: server.local_datadir.is_some(),
     };
-    for n in catalog::names(server.family()) {
-        let f = catalog::lookup(n, server.family())?;
+    for n in server.engine().feature_names {
+        let f = server.feature(n)?;
         let (mark, note) = match admin.support(&f, ctx)? {
             Support::Yes(note) if note.is_empty() => ("yes", String::new()),
             Support::Yes(note) => ("yes", format!(" ({note})")),

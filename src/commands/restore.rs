@@ -5,7 +5,7 @@ use crate::config::server_config;
 use crate::error::usage;
 use crate::feature::journal::{self, Journal};
 use crate::feature::toggle;
-use crate::server::{Server, TargetSpec};
+use crate::server::Server;
 use anyhow::Result;
 
 /// Put back what an interrupted run changed.
@@ -32,7 +32,7 @@ pub fn run(args: RestoreArgs) -> Result<()> {
         return Ok(());
     }
     let config = server_config(&args.target, None)?;
-    if matches!(config.spec, TargetSpec::Managed(_)) {
+    if config.spec.is_managed() {
         let hint = match pending.first() {
             Some((_, j)) => format!(
                 " Pending: `dbtax restore --target '{}'` (with its password).",
@@ -45,7 +45,7 @@ pub fn run(args: RestoreArgs) -> Result<()> {
              --target of your own server.{hint}"
         )));
     }
-    let target = Server::open(&config)?;
+    let target = Server::open(&config, &[])?;
     let mut admin = target.admin()?;
     // The run lock: never restore under a run that is still working (it restores itself).
     // A run killed a moment ago may hold it until the server notices its connection closed.

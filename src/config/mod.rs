@@ -34,7 +34,7 @@ pub fn server_config(args: &TargetArgs, file_target: Option<&str>) -> Result<Ser
             )));
         }
     }
-    if !matches!(spec, TargetSpec::Managed(_))
+    if !spec.is_managed()
         && (args.server_bin.is_some() || !args.server_opts.is_empty() || args.port.is_some())
     {
         return Err(usage(

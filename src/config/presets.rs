@@ -270,8 +270,8 @@ pub fn build(name: &str, size: Size) -> Result<Experiment> {
 /// headline's (16 threads), on the variants whose interval is still widest, until ±5 points
 /// (`--quick`, about 2 minutes) or ±3 (about 5 minutes).
 /// On PostgreSQL the same three names mean log_statement, log_min_duration_statement and
-/// pgaudit, on pgbench's select-only (`postgres`).
-pub fn demo(quick: bool, postgres: bool) -> Experiment {
+/// pgaudit; `workload` is the engine's own point select (pgbench's select-only there).
+pub fn demo(quick: bool, workload: WorkloadKind) -> Experiment {
     let features = ["general-log", "slow-log", "audit"].map(String::from);
     let (threads, points, budget, others) = if quick {
         (vec![1, 16], 5.0, 100, 3)
@@ -281,11 +281,7 @@ pub fn demo(quick: bool, postgres: bool) -> Experiment {
     let mut e = base(
         "demo",
         Workload {
-            kind: if postgres {
-                WorkloadKind::SelectOnly
-            } else {
-                WorkloadKind::PointSelect
-            },
+            kind: workload,
             tables: 4,
             table_size: 100_000,
             ..Default::default()

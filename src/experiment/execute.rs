@@ -12,7 +12,7 @@ use super::spec::Experiment;
 use crate::feature::toggle::Switcher;
 use crate::load::{TrialPlan, TrialProgress};
 use crate::results::{RateRun, Results, SCHEMA, ToolInfo, VariantInfo};
-use crate::server::{Server, ServerConfig, catalog};
+use crate::server::{Server, ServerConfig};
 use crate::workload::PreparedWorkload;
 use anyhow::{Context, Result};
 use std::collections::BTreeMap;
@@ -54,19 +54,17 @@ pub struct Executed {
 /// managed one is started, with the options the features need).
 pub fn open(exp: &Experiment, config: &ServerConfig, opts: &RunOptions) -> Result<(Server, Plan)> {
     let mut config = config.clone();
-    let features = exp.variants.iter().flat_map(|v| &v.features);
     config
         .managed
         .server_opts
         .extend(exp.managed_server_opts.iter().cloned());
-    config
-        .managed
-        .server_opts
-        .extend(catalog::managed_start_opts(
-            config.spec.engine_family(),
-            features.map(String::as_str),
-        ));
-    let server = Server::open(&config)?;
+    let features: Vec<&str> = exp
+        .variants
+        .iter()
+        .flat_map(|v| &v.features)
+        .map(String::as_str)
+        .collect();
+    let server = Server::open(&config, &features)?;
     let plan = preflight(exp, &server, opts.restart_cmd.as_deref())?;
     Ok((server, plan))
 }
@@ -122,7 +120,7 @@ impl Ready {
         let started_at = crate::host::now_rfc3339();
         // One run per server: the lock is taken before the tables are prepared.
         let mut switcher = Switcher::lock(&server, &started_at)?;
-        let prepared = server.prepare(&exp.workload, opts.json)?;
+        let prepared = server.prepare(&exp.workload, &mut |m| display.status(m))?;
         if let Some(agents) = agents {
             // Every agent reaches the server before any setting changes.
             display.status("checking that every agent reaches the server");

@@ -8,14 +8,15 @@ use super::plan::{Plan, PlannedVariant, Restarter, Statements};
 use super::spec::Experiment;
 use crate::error::usage;
 use crate::feature::toggle::{self, State};
-use crate::server::catalog::{self, Feature, Plugin};
-use crate::server::{Admin, Family, Server, Support, SupportContext};
+use crate::server::catalog::{Feature, Plugin};
+use crate::server::value::same_value;
+use crate::server::{Admin, Server, Support, SupportContext};
 use anyhow::Result;
 use std::collections::BTreeMap;
 
 /// Resolve `exp` for `server`. `restart_cmd`: the user's way to restart their server.
 pub fn preflight(exp: &Experiment, server: &Server, restart_cmd: Option<&str>) -> Result<Plan> {
-    let features = features(exp, server.family())?;
+    let features = features(exp, |name| server.feature(name))?;
     let feature = |name: &str| find(&features, name);
     let (mut touched, states) = states(exp, &features);
     let mut admin = server.admin()?;
@@ -212,11 +213,11 @@ fn plugins(
     Ok((run, switched))
 }
 
-/// The features used, looked up once for the server's family, in variant order, no repeats.
-fn features(exp: &Experiment, family: Family) -> Result<Vec<Feature>> {
+/// The features used, looked up once in the server's catalog, in variant order, no repeats.
+fn features(exp: &Experiment, lookup: impl Fn(&str) -> Result<Feature>) -> Result<Vec<Feature>> {
     let mut out: Vec<Feature> = vec![];
     for name in exp.variants.iter().flat_map(|v| &v.features) {
-        let f = catalog::lookup(name, family)?;
+        let f = lookup(name)?;
         if !out.iter().any(|o| o.name == f.name) {
             out.push(f);
         }
@@ -299,7 +300,7 @@ fn statements(
     (plugins, switched, plugin_vars): (&[Plugin], &[Plugin], &[String]),
 ) -> Statements {
     let now = |k: &str| current.get(k).cloned();
-    let differs = |k: &str, v: &str| now(k).is_none_or(|c| !toggle::same_value(&c, v));
+    let differs = |k: &str, v: &str| now(k).is_none_or(|c| !same_value(&c, v));
     let of_plugin = |k: &str| plugin_vars.iter().any(|p| p == k);
     let per_variant = variants
         .iter()
@@ -417,7 +418,11 @@ mod tests {
             set: vec![("innodb_flush_log_at_trx_commit".into(), "2".into())],
             ..Default::default()
         });
-        let fs = features(&e, Family::Mariadb).unwrap();
+        let mysql = &crate::server::mysql::ENGINE;
+        let fs = features(&e, |n| {
+            (mysql.feature)(n).ok_or_else(|| anyhow::anyhow!("{n}"))
+        })
+        .unwrap();
         let (touched, states) = states(&e, &fs);
         assert!(touched.contains(&"general_log".to_string()));
         let get = |s: &State, k: &str| s.iter().find(|(n, _)| n == k).unwrap().1.clone();

@@ -6,6 +6,7 @@
 use super::journal::{self, Journal};
 use crate::error::usage;
 use crate::server::catalog::Plugin;
+use crate::server::value::same_value;
 use crate::server::{Admin, Server, ServerLost};
 use anyhow::{Context, Result, bail};
 use std::collections::BTreeMap;
@@ -38,21 +39,6 @@ pub struct Switcher {
     saved: bool,
     /// Statements run so far, for the log.
     pub statements: Vec<String>,
-}
-
-/// Whether two spellings of a server value mean the same (`10.000000` = `10`, `ON` = `1`).
-pub fn same_value(a: &str, b: &str) -> bool {
-    match (a.parse::<f64>(), b.parse::<f64>()) {
-        (Ok(x), Ok(y)) => x == y,
-        _ => {
-            let norm = |s: &str| match s.to_ascii_uppercase().as_str() {
-                "1" | "ON" | "TRUE" => "ON".to_string(),
-                "0" | "OFF" | "FALSE" => "OFF".to_string(),
-                other => other.to_string(),
-            };
-            norm(a) == norm(b)
-        }
-    }
 }
 
 impl Switcher {
@@ -307,10 +293,7 @@ impl Switcher {
             };
             let lost = err
                 .chain()
-                .any(|c| c.downcast_ref::<ServerLost>().is_some())
-                || err
-                    .chain()
-                    .any(|c| c.downcast_ref::<mysql::Error>().is_some());
+                .any(|c| c.downcast_ref::<ServerLost>().is_some());
             if !lost || Instant::now() >= deadline {
                 self.done = true;
                 let kept = match &self.journal_path {
@@ -392,18 +375,4 @@ pub fn restore_journal(admin: &mut dyn Admin, j: &Journal) -> Result<Vec<String>
         }
     }
     Ok(done)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn values_compare_like_the_server_reports_them() {
-        assert!(same_value("10.000000", "10"));
-        assert!(same_value("ON", "1"));
-        assert!(same_value("off", "OFF"));
-        assert!(!same_value("FILE", "TABLE"));
-        assert!(!same_value("0", "1"));
-    }
 }

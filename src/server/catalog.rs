@@ -1,9 +1,9 @@
-//! The feature catalog's shape, and the lookup by server family. A feature is a list of
-//! global settings to turn it on, a list to turn it off, what it needs (a plugin, the binary
-//! log), and the variables that name the log files it writes (for log bytes per query and the
-//! disk guard). Each engine holds its own entries (`mysql/catalog.rs`).
+//! The feature catalog's shape. A feature is a list of global settings to turn it on, a list
+//! to turn it off, what it needs (a plugin, the binary log), and the variables that name the
+//! log files it writes (for log bytes per query and the disk guard). Each engine holds its own
+//! entries (`mysql/catalog.rs`, `postgres/catalog.rs`) and answers for them (`Server::feature`).
 
-use super::Family;
+use super::engines;
 use crate::error::usage;
 use anyhow::Result;
 
@@ -43,66 +43,26 @@ pub struct Feature {
     pub restart_opts: &'static [&'static str],
 }
 
-/// Every feature name of a family, in catalog order.
-pub fn names(family: Family) -> &'static [&'static str] {
-    match family {
-        Family::Mariadb | Family::Mysql => &super::mysql::catalog::NAMES,
-        Family::Postgres => &super::postgres::catalog::NAMES,
-    }
+/// The error for a name the server's catalog does not have.
+pub fn unknown(name: &str, names: &[&str]) -> anyhow::Error {
+    usage(format!(
+        "unknown feature '{name}': the catalog has {} (see `dbtax features`)",
+        names.join(", ")
+    ))
 }
 
-/// Look a feature up for a server family (the audit plugin differs between families).
-pub fn lookup(name: &str, family: Family) -> Result<Feature> {
-    let found = match family {
-        Family::Mariadb | Family::Mysql => super::mysql::catalog::lookup(name, family),
-        Family::Postgres => super::postgres::catalog::lookup(name),
-    };
-    found.ok_or_else(|| {
-        usage(format!(
-            "unknown feature '{name}': the catalog has {} (see `dbtax features`)",
-            names(family).join(", ")
-        ))
-    })
-}
-
-/// Check a name before the server is known: it must be in some family's catalog.
+/// Check a name before the server is known: it must be in some engine's catalog.
 pub fn validate_name(name: &str) -> Result<()> {
-    if lookup(name, Family::Postgres).is_ok() {
+    if engines::all().iter().any(|e| (e.feature)(name).is_some()) {
         return Ok(());
     }
-    lookup(name, Family::Mariadb).map(|_| ()).map_err(|_| {
-        let mut all: Vec<&str> = names(Family::Mariadb).to_vec();
-        all.extend(
-            names(Family::Postgres)
-                .iter()
-                .filter(|n| !all.contains(n))
-                .collect::<Vec<_>>(),
-        );
-        usage(format!(
-            "unknown feature '{name}': the catalog has {} (see `dbtax features`)",
-            all.join(", ")
-        ))
-    })
-}
-
-/// Server options a managed server of this family must start with for these features (the
-/// binary log for binlog-sync). The same for every family of one engine, so known before
-/// the server runs.
-pub fn managed_start_opts<'a>(
-    family: Family,
-    names: impl IntoIterator<Item = &'a str>,
-) -> Vec<String> {
-    let mut out: Vec<String> = vec![];
-    for n in names {
-        if let Ok(f) = lookup(n, family)
-            && f.requires_on.is_some()
-        {
-            for o in f.managed_server_opts {
-                if !out.iter().any(|x| x == o) {
-                    out.push(o.to_string());
-                }
+    let mut all: Vec<&str> = vec![];
+    for e in engines::all() {
+        for n in e.feature_names {
+            if !all.contains(n) {
+                all.push(n);
             }
         }
     }
-    out
+    Err(unknown(name, &all))
 }

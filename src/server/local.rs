@@ -1,13 +1,116 @@
-//! What both managed servers need from this machine: a short private folder (unix socket
+//! A managed server's process, whatever the engine: a short private folder (unix socket
 //! paths are limited to 108 bytes), the clean-up of folders left by a killed dbtax, and a
 //! server process in its own process group (the terminal's Ctrl-C reaches dbtax only, which
-//! then stops the server by its pid) that the kernel stops if dbtax dies.
+//! then stops the server by its pid) that the kernel stops if dbtax dies. `ManagedProcess`
+//! starts, restarts, stops and removes it; an engine only says how (`Launch`).
 
 use anyhow::{Context, Result, bail};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+
+/// How an engine starts its server in a private folder; `ManagedProcess` does the rest.
+pub trait Launch: Send {
+    /// What messages call it ("server", "PostgreSQL").
+    fn what(&self) -> &'static str;
+    /// Make the folder's contents before the first start (initialize a datadir).
+    fn init(&self, dir: &Path) -> Result<()>;
+    /// The command that starts the server in `dir` with these options (`name=value`, the
+    /// user's then the experiment's).
+    fn command(&self, dir: &Path, opts: &[String]) -> Command;
+    /// Its log, quoted when it fails to start.
+    fn log(&self, dir: &Path) -> PathBuf;
+    /// Whether it answers yet.
+    fn answers(&self, dir: &Path) -> bool;
+    /// The signal that stops it quickly and cleanly (and stops it when dbtax dies).
+    fn stop_signal(&self) -> i32;
+}
+
+/// A running throwaway server: its folder, its process, the options it runs with. Stopped by
+/// its pid and its folder removed when dropped: at normal exit, on error, after Ctrl-C.
+pub struct ManagedProcess<L: Launch> {
+    /// The private folder (datadir, socket, logs).
+    pub dir: PathBuf,
+    /// The engine's way of starting it.
+    pub launch: L,
+    /// The user's options (`--server-opt`).
+    user_opts: Vec<String>,
+    /// Options added by the experiment (restart-only settings), after the user's.
+    extra_opts: Vec<String>,
+    child: Option<Child>,
+}
+
+impl<L: Launch> std::fmt::Debug for ManagedProcess<L> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ManagedProcess")
+            .field("what", &self.launch.what())
+            .field("dir", &self.dir)
+            .field("pid", &self.pid())
+            .finish()
+    }
+}
+
+impl<L: Launch> ManagedProcess<L> {
+    /// Make a private folder, initialize it and start the server; returns once it answers.
+    /// Whatever fails after the folder exists, it is removed.
+    pub fn start(launch: L, user_opts: &[String]) -> Result<ManagedProcess<L>> {
+        remove_stale_dirs();
+        let mut p = ManagedProcess {
+            dir: make_private_dir()?,
+            launch,
+            user_opts: user_opts.to_vec(),
+            extra_opts: vec![],
+            child: None,
+        };
+        p.launch.init(&p.dir)?;
+        p.spawn_and_wait()?;
+        Ok(p)
+    }
+
+    /// The server's pid, while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(|c| c.id())
+    }
+
+    fn spawn_and_wait(&mut self) -> Result<()> {
+        let opts: Vec<String> = self
+            .user_opts
+            .iter()
+            .chain(&self.extra_opts)
+            .map(|o| o.trim_start_matches("--").to_string())
+            .collect();
+        let cmd = self.launch.command(&self.dir, &opts);
+        let what = self.launch.what();
+        let child = spawn_server(cmd, self.launch.stop_signal())
+            .with_context(|| format!("starting the managed {what}"))?;
+        self.child = Some(child);
+        let (launch, dir) = (&self.launch, &self.dir);
+        wait_until_answers(&mut self.child, what, &launch.log(dir), || {
+            launch.answers(dir)
+        })
+    }
+
+    /// Restart with other options (restart-only settings); `extra` replaces the previous.
+    pub fn restart(&mut self, extra: &[String]) -> Result<()> {
+        self.stop();
+        self.extra_opts = extra.to_vec();
+        self.spawn_and_wait()
+    }
+
+    fn stop(&mut self) {
+        if let Some(child) = self.child.take() {
+            stop_child(child, self.launch.stop_signal());
+        }
+    }
+}
+
+impl<L: Launch> Drop for ManagedProcess<L> {
+    fn drop(&mut self) {
+        self.stop();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
 
 /// Whether dbtax runs as root.
 pub fn running_as_root() -> bool {
@@ -28,7 +131,7 @@ pub fn base_dir() -> PathBuf {
 
 /// Remove the folders of managed servers whose dbtax is gone (killed with -9: nothing ran to
 /// clean up). A folder is `dbtax-<pid>-<n>`; its owner is gone when no process has that pid.
-pub fn remove_stale_dirs() {
+fn remove_stale_dirs() {
     let Ok(entries) = std::fs::read_dir(base_dir()) else {
         return;
     };
@@ -48,7 +151,7 @@ pub fn remove_stale_dirs() {
 }
 
 /// A short, private directory: the socket path must stay under the kernel's 108 bytes.
-pub fn make_private_dir() -> Result<PathBuf> {
+fn make_private_dir() -> Result<PathBuf> {
     let base = base_dir();
     for n in 0..1000u32 {
         let d = base.join(format!("dbtax-{}-{n}", std::process::id()));
@@ -66,7 +169,7 @@ pub fn make_private_dir() -> Result<PathBuf> {
 
 /// Start a server process in its own process group, output discarded; `death_signal` stops
 /// it when dbtax's thread that started it dies (kill -9 included).
-pub fn spawn_server(mut cmd: Command, death_signal: i32) -> std::io::Result<Child> {
+fn spawn_server(mut cmd: Command, death_signal: i32) -> std::io::Result<Child> {
     cmd.stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -85,7 +188,7 @@ pub fn spawn_server(mut cmd: Command, death_signal: i32) -> std::io::Result<Chil
 /// Wait until a server we just started answers (`answers`), for at most 120 s. When it
 /// exits first, `child` is cleared and the error quotes the end of its `log`; on a timeout
 /// it stays, for its owner to stop.
-pub fn wait_until_answers(
+fn wait_until_answers(
     child: &mut Option<Child>,
     what: &str,
     log: &Path,
@@ -109,7 +212,7 @@ pub fn wait_until_answers(
 }
 
 /// Stop a server we started, by its pid: `signal`, then up to 60 s, then SIGKILL.
-pub fn stop_child(mut child: Child, signal: i32) {
+fn stop_child(mut child: Child, signal: i32) {
     // SAFETY: kill with a pid we spawned and have not reaped.
     unsafe {
         libc::kill(child.id() as i32, signal);

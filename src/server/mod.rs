@@ -1,36 +1,30 @@
 //! The server under test, behind one seam. The rest of dbtax holds a `Server` and talks to it
-//! through three small traits: an `Engine` (reach, prepare tables, restart, find the local
-//! process), an `Admin` connection (read and change settings, probe privileges and feature
-//! support, status counters, plugins) and `Client` connections (one per worker, its
-//! workload's statements prepared). Everything of the MySQL family lives in `mysql/`; a
-//! second family is a folder beside it and one arm in `Server::open`.
+//! through small traits: an `Engine` (reach, prepare tables, restart, find the local
+//! process, its catalog), an `Admin` connection (`admin`: settings, plugins, the run lock and
+//! the journal's copy) and `Client` connections (one per worker, its workload's statements
+//! prepared). Each engine lives in its own folder (`mysql/`, `postgres/`) and describes
+//! itself in one row of the engine table (`engines`); nothing outside those matches on an
+//! engine.
 
+pub mod admin;
 pub mod catalog;
+pub mod engines;
 pub mod local;
 pub mod mysql;
 pub mod postgres;
 pub mod url;
+pub mod value;
 
 use crate::error::usage;
 use crate::results::TargetInfo;
 use crate::rng::Rng;
 use crate::workload::{PreparedWorkload, Workload};
+pub use admin::{Admin, Held, Plugins, Settings, Support, SupportContext};
 use anyhow::{Context, Result};
-use catalog::{Feature, Plugin};
-use std::collections::BTreeMap;
+use catalog::Feature;
+use engines::{CpuScope, EngineDef};
 use std::path::PathBuf;
-pub use url::{ManagedKind, MysqlUrl, PgUrl, TargetSpec};
-
-/// The server family, for the catalog entries and SQL that differ.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Family {
-    /// MariaDB.
-    Mariadb,
-    /// Oracle MySQL or Percona Server.
-    Mysql,
-    /// PostgreSQL.
-    Postgres,
-}
+pub use url::TargetSpec;
 
 /// Reject identifiers (schema and variable names) that would need quoting tricks.
 pub fn validate_identifier(what: &str, s: &str) -> Result<()> {
@@ -99,102 +93,17 @@ pub trait Connector: Sync {
     fn connect(&self) -> Result<Box<dyn Client>, ClientError>;
 }
 
-/// What a support check may assume about the target.
-#[derive(Debug, Clone, Copy)]
-pub struct SupportContext {
-    /// dbtax may restart the server (managed, or `--restart-cmd`).
-    pub can_restart: bool,
-    /// dbtax started the server.
-    pub managed: bool,
-    /// The server's files are on this machine.
-    pub local: bool,
-}
-
-/// Whether a target can run a feature, and why not.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Support {
-    /// Ready (the note says what dbtax will do first, e.g. install a plugin).
-    Yes(String),
-    /// Not possible on this target, with the reason.
-    No(String),
-}
-
-/// An admin connection: reads and changes global settings. Every statement it runs that
-/// changes something is returned as text, for the log and the dry run.
-pub trait Admin: Send {
-    /// Global variables by name; names the server does not know are absent.
-    fn global_vars(&mut self, names: &[&str]) -> Result<BTreeMap<String, String>>;
-    /// The statement that sets one global variable (what `set_global` runs).
-    fn set_sql(&self, name: &str, value: &str) -> String;
-    /// Set one global variable; returns the statement run.
-    fn set_global(&mut self, name: &str, value: &str) -> Result<String>;
-    /// Put one original value back; Ok(None) when the variable no longer exists (its
-    /// plugin is already gone). `persisted`: the setting's entry in the server's persisted
-    /// settings file before the run, when the server has one (`persisted`).
-    fn restore_global(
-        &mut self,
-        name: &str,
-        value: &str,
-        persisted: Option<Option<&str>>,
-    ) -> Result<Option<String>>;
-    /// The statement `restore_global` runs.
-    fn restore_sql(&self, name: &str, value: &str, persisted: Option<Option<&str>>) -> String;
-    /// The entries these settings have in the file where the server persists changed
-    /// settings (PostgreSQL's postgresql.auto.conf, written by ALTER SYSTEM; None: absent
-    /// from it). Ok(None) for servers whose changes are not persisted (SET GLOBAL).
-    fn persisted(&mut self, _names: &[&str]) -> Result<Option<BTreeMap<String, Option<String>>>> {
-        Ok(None)
-    }
-    /// For each setting (name, value): None when it switches live, else the server option
-    /// that sets it at start-up (PostgreSQL's postmaster-context settings, and those of a
-    /// library that exists only once the server loads it at start). The MySQL family
-    /// switches every catalog setting live (its restart-only features say so in the catalog).
-    fn restart_only(&mut self, settings: &[(String, String)]) -> Result<Vec<Option<String>>> {
-        Ok(vec![None; settings.len()])
-    }
-    /// Server variables worth recording beside the results.
-    fn relevant_names(&self) -> &'static [&'static str];
-    /// Prove the privilege to change a variable without changing it. Err: the reason.
-    fn probe_set_privilege(&mut self, name: &str, current: &str) -> Result<(), String>;
-    /// Status counters worth reporting per query (cumulative values).
-    fn status_counters(&mut self) -> Result<BTreeMap<String, f64>>;
-    /// Can the server run this feature? Changes nothing.
-    fn support(&mut self, feature: &Feature, ctx: SupportContext) -> Result<Support>;
-    /// Whether a plugin is loaded.
-    fn plugin_active(&mut self, plugin: &Plugin) -> Result<bool>;
-    /// The statement that installs a plugin.
-    fn install_sql(&self, plugin: &Plugin) -> String;
-    /// The statement that removes a plugin dbtax installed.
-    fn uninstall_sql(&self, soname: &str) -> String;
-    /// Install a plugin; returns the statement run.
-    fn install_plugin(&mut self, plugin: &Plugin) -> Result<String>;
-    /// Remove a plugin; Ok(None) when it was not installed.
-    fn uninstall_plugin(&mut self, soname: &str) -> Result<Option<String>>;
-    /// What names this server however it is reached (socket or TCP, any host name, any
-    /// client machine): its UUID, or host name + port + datadir.
-    fn identity(&mut self) -> Result<String>;
-    /// Take the server-wide run lock without waiting; held until this connection closes.
-    /// Ok(false): another connection holds it.
-    fn try_run_lock(&mut self) -> Result<bool>;
-    /// Who holds the run lock (host and how long), when someone does.
-    fn run_lock_holder(&mut self) -> Result<Option<String>>;
-    /// Keep a copy of the journal on the server, in `schema` (replacing this server's).
-    fn save_server_journal(&mut self, schema: &str, key: &str, journal: &str) -> Result<()>;
-    /// Every copy of this server's journal kept on it: (schema, journal text).
-    fn load_server_journals(&mut self, key: &str) -> Result<Vec<(String, String)>>;
-    /// Remove the copy kept in `schema`.
-    fn delete_server_journal(&mut self, schema: &str, key: &str) -> Result<()>;
-}
-
 /// The server stopped answering (its connection is gone), as opposed to refusing a statement.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
 pub struct ServerLost(pub String);
 
-/// One server family's way of reaching, preparing and restarting a server.
+/// One engine's way of reaching, preparing and restarting a server it has opened.
 pub trait Engine: Send + Sync {
-    /// MariaDB or MySQL (and later others).
-    fn family(&self) -> Family;
+    /// Its row of the engine table.
+    fn def(&self) -> &'static EngineDef;
+    /// A feature of its catalog as this server has it (MariaDB and MySQL differ).
+    fn feature(&self, name: &str) -> Option<Feature>;
     /// A new admin connection (no default database).
     fn admin(&self) -> Result<Box<dyn Admin>>;
     /// Client connections in `schema` running `workload`.
@@ -204,8 +113,14 @@ pub trait Engine: Send + Sync {
         workload: &'a PreparedWorkload,
     ) -> Box<dyn Connector + 'a>;
     /// Create the schema and the workload's tables when absent (reuse sysbench's), run
-    /// setup SQL. Bad input (a failing setup statement) is a usage error.
-    fn prepare(&self, schema: &str, workload: &Workload, quiet: bool) -> Result<PreparedWorkload>;
+    /// setup SQL; progress goes to `say`. Bad input (a failing setup statement) is a usage
+    /// error.
+    fn prepare(
+        &self,
+        schema: &str,
+        workload: &Workload,
+        say: &mut dyn FnMut(&str),
+    ) -> Result<PreparedWorkload>;
     /// Check the workload's own statements without running them (syntax errors are usage
     /// errors). `tables_ready`: the tables they use exist (after `prepare`).
     fn check_statements(&self, schema: &str, workload: &Workload, tables_ready: bool)
@@ -249,16 +164,15 @@ impl std::fmt::Debug for Server {
 
 impl Server {
     /// Start (managed) or reach (URL) the server; fails with a usage error (exit 2) when it
-    /// cannot be reached or the login is refused. Changes nothing on the server.
-    pub fn open(config: &ServerConfig) -> Result<Server> {
-        let (engine, server_version, default_schema) = match &config.spec {
-            TargetSpec::Managed(ManagedKind::Mariadb) | TargetSpec::Mysql(_) => {
-                mysql::open(&config.spec, &config.managed)?
-            }
-            TargetSpec::Managed(ManagedKind::Postgres) | TargetSpec::Postgres(_) => {
-                postgres::open(&config.spec, &config.managed)?
-            }
-        };
+    /// cannot be reached or the login is refused. Changes nothing on the server (a managed
+    /// one starts with the options `features` need).
+    pub fn open(config: &ServerConfig, features: &[&str]) -> Result<Server> {
+        let def = config.spec.engine();
+        let mut managed = config.managed.clone();
+        managed
+            .server_opts
+            .extend(def.managed_start_opts(features.iter().copied()));
+        let (engine, server_version, default_schema) = (def.open)(&config.spec, &managed)?;
         let (server_pid, local_datadir) = engine.locate();
         let identity = engine.admin()?.identity()?;
         let schema = config
@@ -286,15 +200,12 @@ impl Server {
     /// no question about its identity or process, nothing changed. A refused login is a
     /// usage error.
     pub fn open_for_clients(spec: &TargetSpec, schema: &str) -> Result<Server> {
-        let (engine, server_version, _) = match spec {
-            TargetSpec::Managed(_) => {
-                return Err(usage(
-                    "an agent cannot start a managed server: it is sent the coordinator's URL",
-                ));
-            }
-            TargetSpec::Mysql(_) => mysql::open(spec, &ManagedConfig::default())?,
-            TargetSpec::Postgres(_) => postgres::open(spec, &ManagedConfig::default())?,
-        };
+        if spec.is_managed() {
+            return Err(usage(
+                "an agent cannot start a managed server: it is sent the coordinator's URL",
+            ));
+        }
+        let (engine, server_version, _) = (spec.engine().open)(spec, &ManagedConfig::default())?;
         Ok(Server {
             spec: spec.clone(),
             schema: schema.to_string(),
@@ -306,9 +217,17 @@ impl Server {
         })
     }
 
-    /// The server family.
-    pub fn family(&self) -> Family {
-        self.engine.family()
+    /// The engine's row of the table (its name, its catalog's names).
+    pub fn engine(&self) -> &'static EngineDef {
+        self.engine.def()
+    }
+
+    /// A feature of the catalog as this server has it; unknown names are usage errors that
+    /// list the catalog.
+    pub fn feature(&self, name: &str) -> Result<Feature> {
+        self.engine
+            .feature(name)
+            .ok_or_else(|| catalog::unknown(name, self.engine().feature_names))
     }
 
     /// Whether dbtax started this server (and may restart it or truncate its logs).
@@ -339,10 +258,14 @@ impl Server {
         self.engine.connector(&self.schema, workload)
     }
 
-    /// Create the workload's tables when absent, run its setup.
-    pub fn prepare(&self, workload: &Workload, quiet: bool) -> Result<PreparedWorkload> {
+    /// Create the workload's tables when absent, run its setup; progress goes to `say`.
+    pub fn prepare(
+        &self,
+        workload: &Workload,
+        say: &mut dyn FnMut(&str),
+    ) -> Result<PreparedWorkload> {
         workload.validate()?;
-        let prepared = self.engine.prepare(&self.schema, workload, quiet)?;
+        let prepared = self.engine.prepare(&self.schema, workload, say)?;
         self.engine.check_statements(&self.schema, workload, true)?;
         Ok(prepared)
     }
@@ -357,13 +280,14 @@ impl Server {
         self.server_cpu().map(|c| c.ticks_us)
     }
 
-    /// The server process's CPU time now, per thread in ns where the kernel tells it.
-    /// PostgreSQL: the postmaster and every process it started (a backend per connection,
-    /// the WAL writer, the logger...), with the children it has reaped.
+    /// The server's CPU time now, per thread in ns where the kernel tells it, over the
+    /// process or the process tree as its engine says (PostgreSQL: the postmaster and every
+    /// process it started, with the children it has reaped).
     pub fn server_cpu(&self) -> Option<crate::host::CpuSnapshot> {
-        match self.family() {
-            Family::Postgres => self.server_pid.and_then(crate::host::process_tree_cpu),
-            Family::Mariadb | Family::Mysql => self.server_pid.and_then(crate::host::process_cpu),
+        let pid = self.server_pid?;
+        match self.engine().cpu {
+            CpuScope::Process => crate::host::process_cpu(pid),
+            CpuScope::ProcessTree => crate::host::process_tree_cpu(pid),
         }
     }
 
@@ -414,12 +338,7 @@ impl Server {
     /// What results.json says of the target.
     pub fn info(&self) -> TargetInfo {
         TargetInfo {
-            kind: match self.spec {
-                TargetSpec::Managed(ManagedKind::Mariadb) => "managed:mariadb".into(),
-                TargetSpec::Managed(ManagedKind::Postgres) => "managed:postgres".into(),
-                TargetSpec::Mysql(_) => "mysql".into(),
-                TargetSpec::Postgres(_) => "postgres".into(),
-            },
+            kind: self.spec.kind(),
             server_version: self.server_version.clone(),
             url: self.label(),
             variables: Default::default(),

@@ -195,11 +195,12 @@ impl Workload {
 /// sbtest1..N as every engine prepares them: `max_id(t)` reads table t's largest id (None:
 /// the table is absent); the absent ones are made by `create(t)`, in parallel, with `size`
 /// rows each; an existing empty table is refused. `schema` names where they are, for the
-/// messages (`in schema 'dbtax'`), `prefix` a table's qualifier (`dbtax.`). Returns each
-/// table's largest id and whether dbtax made it.
+/// messages (`in schema 'dbtax'`), `prefix` a table's qualifier (`dbtax.`); progress goes to
+/// `say`. Returns each table's largest id and whether dbtax made it.
 pub fn prepare_sbtest(
-    (tables, size, quiet): (u32, u64, bool),
+    (tables, size): (u32, u64),
     (schema, prefix): (&str, &str),
+    say: &mut dyn FnMut(&str),
     mut max_id: impl FnMut(u32) -> Result<Option<u64>>,
     create: impl Fn(u32) -> Result<()> + Sync,
 ) -> Result<(Vec<u64>, Vec<bool>)> {
@@ -211,11 +212,11 @@ pub fn prepare_sbtest(
             None => missing.push(t),
         }
     }
-    if !missing.is_empty() && !quiet {
-        eprintln!(
+    if !missing.is_empty() {
+        say(&format!(
             "Preparing {} sbtest table(s) of {size} rows {schema}...",
             missing.len()
-        );
+        ));
     }
     let create = &create;
     let results: Vec<Result<()>> = std::thread::scope(|s| {

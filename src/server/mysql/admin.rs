@@ -1,9 +1,11 @@
 //! The MySQL family's admin connection: SET GLOBAL, information_schema, SHOW GLOBAL STATUS,
-//! INSTALL SONAME, and the support checks that read the server without changing it.
+//! INSTALL SONAME, and the support checks that read the server without changing it; the run
+//! lock (GET_LOCK) and the journal's copy in dbtax's schema. Every driver error leaves here
+//! through `db_error` or `failed`: lost connections as `ServerLost`.
 
-use super::{clean_error, global_status, global_vars, grants_text, set_global_sql};
+use super::{clean_error, db_error, global_status, global_vars, grants_text, set_global_sql};
 use crate::server::catalog::{Feature, Plugin};
-use crate::server::{Admin, ServerLost, Support, SupportContext};
+use crate::server::{Held, Plugins, ServerLost, Settings, Support, SupportContext};
 use anyhow::Result;
 use mysql::prelude::Queryable;
 use std::collections::BTreeMap;
@@ -62,7 +64,7 @@ fn may_install_plugins(grants: &str) -> bool {
     })
 }
 
-impl Admin for MysqlAdmin {
+impl Settings for MysqlAdmin {
     fn global_vars(&mut self, names: &[&str]) -> Result<BTreeMap<String, String>> {
         global_vars(&mut self.conn, names)
     }
@@ -198,12 +200,17 @@ impl Admin for MysqlAdmin {
         }
         Ok(Support::Yes(notes.join("; ")))
     }
+}
 
+impl Plugins for MysqlAdmin {
     fn plugin_active(&mut self, p: &Plugin) -> Result<bool> {
-        let status: Option<String> = self.conn.exec_first(
-            "SELECT PLUGIN_STATUS FROM information_schema.PLUGINS WHERE PLUGIN_NAME = ?",
-            (p.name,),
-        )?;
+        let status: Option<String> = self
+            .conn
+            .exec_first(
+                "SELECT PLUGIN_STATUS FROM information_schema.PLUGINS WHERE PLUGIN_NAME = ?",
+                (p.name,),
+            )
+            .map_err(db_error)?;
         Ok(status.is_some_and(|s| s.eq_ignore_ascii_case("ACTIVE")))
     }
 
@@ -220,27 +227,45 @@ impl Admin for MysqlAdmin {
         self.run(sql)
     }
 
+    fn uninstall_plugin(&mut self, soname: &str) -> Result<Option<String>> {
+        let sql = self.uninstall_sql(soname);
+        match self.conn.query_drop(&sql) {
+            Ok(()) => Ok(Some(sql)),
+            // 1305: does not exist (never installed, or already removed).
+            Err(mysql::Error::MySqlError(e)) if e.code == 1305 => Ok(None),
+            Err(e) => Err(failed(&sql, e)),
+        }
+    }
+}
+
+impl Held for MysqlAdmin {
     fn identity(&mut self) -> Result<String> {
         self.identity_of()
     }
 
     fn try_run_lock(&mut self) -> Result<bool> {
-        let got: Option<Option<i64>> =
-            self.conn.exec_first("SELECT GET_LOCK(?, 0)", (RUN_LOCK,))?;
+        let got: Option<Option<i64>> = self
+            .conn
+            .exec_first("SELECT GET_LOCK(?, 0)", (RUN_LOCK,))
+            .map_err(db_error)?;
         Ok(got.flatten() == Some(1))
     }
 
     fn run_lock_holder(&mut self) -> Result<Option<String>> {
         let id: Option<Option<u64>> = self
             .conn
-            .exec_first("SELECT IS_USED_LOCK(?)", (RUN_LOCK,))?;
+            .exec_first("SELECT IS_USED_LOCK(?)", (RUN_LOCK,))
+            .map_err(db_error)?;
         let Some(id) = id.flatten() else {
             return Ok(None);
         };
-        let row: Option<(Option<String>, Option<String>, Option<u64>)> = self.conn.exec_first(
-            "SELECT USER, HOST, TIME FROM information_schema.PROCESSLIST WHERE ID = ?",
-            (id,),
-        )?;
+        let row: Option<(Option<String>, Option<String>, Option<u64>)> = self
+            .conn
+            .exec_first(
+                "SELECT USER, HOST, TIME FROM information_schema.PROCESSLIST WHERE ID = ?",
+                (id,),
+            )
+            .map_err(db_error)?;
         Ok(Some(match row {
             Some((user, host, secs)) => format!(
                 "connection {id} of {}@{}, connected {} s ago",
@@ -263,14 +288,17 @@ impl Admin for MysqlAdmin {
                 format!("REPLACE INTO {table} (server, journal) VALUES (?, ?)"),
                 (key, journal),
             )
-            .map_err(|e| anyhow::anyhow!("saving the journal on the server: {}", clean_error(&e)))
+            .map_err(|e| db_error(e).context("saving the journal on the server"))
     }
 
     fn load_server_journals(&mut self, key: &str) -> Result<Vec<(String, String)>> {
-        let schemas: Vec<String> = self.conn.exec(
-            "SELECT TABLE_SCHEMA FROM information_schema.TABLES WHERE TABLE_NAME = ?",
-            (JOURNAL_TABLE,),
-        )?;
+        let schemas: Vec<String> = self
+            .conn
+            .exec(
+                "SELECT TABLE_SCHEMA FROM information_schema.TABLES WHERE TABLE_NAME = ?",
+                (JOURNAL_TABLE,),
+            )
+            .map_err(db_error)?;
         let mut out = vec![];
         for schema in schemas {
             let table = format!("{}.{JOURNAL_TABLE}", super::quote_ident(&schema));
@@ -290,17 +318,7 @@ impl Admin for MysqlAdmin {
         let table = format!("{}.{JOURNAL_TABLE}", super::quote_ident(schema));
         self.conn
             .exec_drop(format!("DELETE FROM {table} WHERE server = ?"), (key,))
-            .map_err(|e| anyhow::anyhow!("removing the journal on the server: {}", clean_error(&e)))
-    }
-
-    fn uninstall_plugin(&mut self, soname: &str) -> Result<Option<String>> {
-        let sql = self.uninstall_sql(soname);
-        match self.conn.query_drop(&sql) {
-            Ok(()) => Ok(Some(sql)),
-            // 1305: does not exist (never installed, or already removed).
-            Err(mysql::Error::MySqlError(e)) if e.code == 1305 => Ok(None),
-            Err(e) => Err(failed(&sql, e)),
-        }
+            .map_err(|e| db_error(e).context("removing the journal on the server"))
     }
 }
 

@@ -1,6 +1,6 @@
 //! The MySQL family's features: MariaDB and MySQL/Percona share all but the audit plugin.
 
-use crate::server::Family;
+use super::Flavor;
 use crate::server::catalog::{Feature, Plugin};
 
 const GENERAL_LOG: Feature = Feature {
@@ -159,14 +159,14 @@ pub const NAMES: [&str; 8] = [
 ];
 
 /// The entry for a name (the audit plugin differs between MariaDB and MySQL/Percona).
-pub fn lookup(name: &str, family: Family) -> Option<Feature> {
-    Some(match (name, family) {
+pub fn lookup(name: &str, flavor: Flavor) -> Option<Feature> {
+    Some(match (name, flavor) {
         ("general-log", _) => GENERAL_LOG,
         ("slow-log", _) => SLOW_LOG,
-        ("audit", Family::Mariadb) => AUDIT_MARIADB,
-        ("audit", Family::Mysql) => AUDIT_PERCONA,
-        ("audit-idle", Family::Mariadb) => AUDIT_IDLE_MARIADB,
-        ("audit-idle", Family::Mysql) => AUDIT_IDLE_PERCONA,
+        ("audit", Flavor::Mariadb) => AUDIT_MARIADB,
+        ("audit", Flavor::Mysql) => AUDIT_PERCONA,
+        ("audit-idle", Flavor::Mariadb) => AUDIT_IDLE_MARIADB,
+        ("audit-idle", Flavor::Mysql) => AUDIT_IDLE_PERCONA,
         ("binlog-sync", _) => BINLOG_SYNC,
         ("redo-flush", _) => REDO_FLUSH,
         ("binlog", _) => BINLOG,
@@ -182,7 +182,7 @@ mod tests {
     #[test]
     fn every_catalog_name_resolves_on_both_families() {
         for n in NAMES {
-            for f in [Family::Mariadb, Family::Mysql] {
+            for f in [Flavor::Mariadb, Flavor::Mysql] {
                 let feat = lookup(n, f).unwrap();
                 assert_eq!(feat.name, n);
                 let switched = !feat.on.is_empty() && !feat.off.is_empty();
@@ -196,7 +196,7 @@ mod tests {
 
     #[test]
     fn unknown_feature_names_the_catalog() {
-        let e = crate::server::catalog::lookup("turbo", Family::Mariadb).unwrap_err();
+        let e = crate::server::catalog::validate_name("turbo").unwrap_err();
         assert_eq!(crate::error::exit_code(&e), 2);
         assert!(e.to_string().contains("general-log"));
     }

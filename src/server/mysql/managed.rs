@@ -1,28 +1,26 @@
 //! A throwaway MariaDB/MySQL server: a fresh datadir in a private temporary directory, a unix
-//! socket there, no TCP port unless asked. It is stopped by its pid and its directory removed
-//! when the value is dropped: at normal exit, on error, and after Ctrl-C (the server runs in
-//! its own process group, so the terminal's SIGINT reaches dbtax only, which then cleans up).
-//! If dbtax itself is killed, PR_SET_PDEATHSIG stops the server too.
+//! socket there, no TCP port unless asked. What every managed server shares (its folder, its
+//! process, restarts, the clean-up) is `local::ManagedProcess`'s; here is only how mariadbd
+//! is found, initialized and started (`Mariadbd`).
 
 use crate::error::usage;
 use crate::server::ManagedConfig;
-use crate::server::local::{
-    make_private_dir, remove_stale_dirs, running_as_root, spawn_server, stop_child, tail_of,
-    wait_until_answers,
-};
+use crate::server::local::{Launch, ManagedProcess, running_as_root, tail_of};
 use anyhow::{Context, Result, bail};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 
 /// A running throwaway server.
 #[derive(Debug)]
 pub struct ManagedServer {
-    dir: PathBuf,
+    process: ManagedProcess<Mariadbd>,
+}
+
+/// How mariadbd (or mysqld) starts in a private folder.
+#[derive(Debug)]
+pub struct Mariadbd {
     bin: PathBuf,
-    config: ManagedConfig,
-    /// Options added by the experiment (restart-only settings), after the user's.
-    extra_opts: Vec<String>,
-    child: Option<Child>,
+    port: Option<u16>,
     /// The server's version line, e.g. "mariadbd  Ver 10.11.6-MariaDB".
     pub version_line: String,
 }
@@ -101,47 +99,69 @@ impl ManagedServer {
                     .unwrap_or("")
             )));
         }
-        remove_stale_dirs();
-        let dir = make_private_dir()?;
-        let mut server = ManagedServer {
-            dir,
+        let launch = Mariadbd {
             bin,
-            config: config.clone(),
-            extra_opts: vec![],
-            child: None,
+            port: config.port,
             version_line,
         };
-        // From here on, Drop removes the directory whatever fails.
-        server.initialize()?;
-        server.spawn_and_wait()?;
-        Ok(server)
+        Ok(ManagedServer {
+            process: ManagedProcess::start(launch, &config.server_opts)?,
+        })
     }
 
     /// The unix socket clients connect to.
     pub fn socket(&self) -> PathBuf {
-        self.dir.join("mysqld.sock")
+        socket(&self.process.dir)
     }
 
     /// The data directory (log files live here).
     pub fn datadir(&self) -> PathBuf {
-        self.dir.join("data")
+        datadir(&self.process.dir)
     }
 
     /// The server's pid, while it runs.
     pub fn pid(&self) -> Option<u32> {
-        self.child.as_ref().map(|c| c.id())
+        self.process.pid()
+    }
+
+    /// The server's version line.
+    pub fn version_line(&self) -> &str {
+        &self.process.launch.version_line
     }
 
     /// Driver options for root over the private socket.
     pub fn opts(&self) -> mysql::OptsBuilder {
-        mysql::OptsBuilder::new()
-            .user(Some("root"))
-            .socket(Some(self.socket().to_string_lossy().into_owned()))
+        opts(&self.process.dir)
     }
 
-    fn initialize(&self) -> Result<()> {
+    /// Restart with other options (restart-only settings). `extra` replaces the previous extra.
+    pub fn restart(&mut self, extra: &[String]) -> Result<()> {
+        self.process.restart(extra)
+    }
+}
+
+fn socket(dir: &Path) -> PathBuf {
+    dir.join("mysqld.sock")
+}
+
+fn datadir(dir: &Path) -> PathBuf {
+    dir.join("data")
+}
+
+fn opts(dir: &Path) -> mysql::OptsBuilder {
+    mysql::OptsBuilder::new()
+        .user(Some("root"))
+        .socket(Some(socket(dir).to_string_lossy().into_owned()))
+}
+
+impl Launch for Mariadbd {
+    fn what(&self) -> &'static str {
+        "server"
+    }
+
+    fn init(&self, dir: &Path) -> Result<()> {
         let is_mariadb = self.version_line.contains("MariaDB");
-        let log = self.dir.join("install.log");
+        let log = dir.join("install.log");
         let out = std::fs::File::create(&log)?;
         let mut cmd;
         if is_mariadb {
@@ -150,14 +170,14 @@ impl ManagedServer {
             })?;
             cmd = Command::new(script);
             cmd.arg("--no-defaults")
-                .arg(format!("--datadir={}", self.datadir().display()))
+                .arg(format!("--datadir={}", datadir(dir).display()))
                 .arg("--auth-root-authentication-method=normal")
                 .arg("--skip-test-db");
         } else {
             cmd = Command::new(&self.bin);
             cmd.arg("--no-defaults")
                 .arg("--initialize-insecure")
-                .arg(format!("--datadir={}", self.datadir().display()));
+                .arg(format!("--datadir={}", datadir(dir).display()));
         }
         if running_as_root() {
             cmd.arg("--user=root");
@@ -175,17 +195,17 @@ impl ManagedServer {
         Ok(())
     }
 
-    fn server_args(&self) -> Vec<String> {
+    fn command(&self, dir: &Path, opts: &[String]) -> Command {
         let mut args = vec![
             "--no-defaults".to_string(),
-            format!("--datadir={}", self.datadir().display()),
-            format!("--socket={}", self.socket().display()),
-            format!("--pid-file={}", self.dir.join("mysqld.pid").display()),
-            format!("--log-error={}", self.dir.join("error.log").display()),
+            format!("--datadir={}", datadir(dir).display()),
+            format!("--socket={}", socket(dir).display()),
+            format!("--pid-file={}", dir.join("mysqld.pid").display()),
+            format!("--log-error={}", dir.join("error.log").display()),
             "--max-connections=2000".to_string(),
             "--innodb-buffer-pool-size=256M".to_string(),
         ];
-        match self.config.port {
+        match self.port {
             Some(p) => {
                 args.push(format!("--port={p}"));
                 args.push("--bind-address=127.0.0.1".into());
@@ -195,42 +215,21 @@ impl ManagedServer {
         if running_as_root() {
             args.push("--user=root".into());
         }
-        for o in self.config.server_opts.iter().chain(&self.extra_opts) {
-            args.push(format!("--{}", o.trim_start_matches("--")));
-        }
-        args
-    }
-
-    fn spawn_and_wait(&mut self) -> Result<()> {
+        args.extend(opts.iter().map(|o| format!("--{o}")));
         let mut cmd = Command::new(&self.bin);
-        cmd.args(self.server_args());
-        let child = spawn_server(cmd, libc::SIGTERM)
-            .with_context(|| format!("starting {}", self.bin.display()))?;
-        self.child = Some(child);
-        let (socket, opts) = (self.socket(), self.opts());
-        let log = self.dir.join("error.log");
-        wait_until_answers(&mut self.child, "server", &log, || {
-            socket.exists() && mysql::Conn::new(opts.clone()).is_ok()
-        })
+        cmd.args(args);
+        cmd
     }
 
-    /// Restart with other options (restart-only settings). `extra` replaces the previous extra.
-    pub fn restart(&mut self, extra: &[String]) -> Result<()> {
-        self.stop_process();
-        self.extra_opts = extra.to_vec();
-        self.spawn_and_wait()
+    fn log(&self, dir: &Path) -> PathBuf {
+        dir.join("error.log")
     }
 
-    fn stop_process(&mut self) {
-        if let Some(child) = self.child.take() {
-            stop_child(child, libc::SIGTERM);
-        }
+    fn answers(&self, dir: &Path) -> bool {
+        socket(dir).exists() && mysql::Conn::new(opts(dir)).is_ok()
     }
-}
 
-impl Drop for ManagedServer {
-    fn drop(&mut self) {
-        self.stop_process();
-        let _ = std::fs::remove_dir_all(&self.dir);
+    fn stop_signal(&self) -> i32 {
+        libc::SIGTERM
     }
 }

@@ -1,6 +1,7 @@
-//! The MySQL family (MariaDB, MySQL, Percona) behind the engine seam: `open` reaches or starts
-//! the server, `MysqlEngine` prepares tables and makes connections, `admin::MysqlAdmin` reads
-//! and changes settings. Below: small helpers over a driver connection.
+//! The MySQL family (MariaDB, MySQL, Percona) behind the engine seam: its row of the engine
+//! table (`ENGINE`), `open` reaches or starts the server, `MysqlEngine` prepares tables and
+//! makes connections, `admin::MysqlAdmin` reads and changes settings. Below: small helpers
+//! over a driver connection, and the one place its driver errors become dbtax's (`db_error`).
 
 pub mod admin;
 pub mod catalog;
@@ -8,32 +9,64 @@ pub mod client;
 pub mod managed;
 pub mod oltp;
 pub mod query;
+pub mod url;
 
-use super::{Admin, Connector, Engine, Family, ManagedConfig, TargetSpec};
+use super::catalog::Feature;
+use super::engines::{CpuScope, EngineDef, Opened};
+use super::url::TargetSpec;
+use super::{Admin, Connector, Engine, ManagedConfig, ServerLost};
 use crate::error::usage;
 use crate::workload::{PreparedWorkload, Workload, WorkloadKind};
 use managed::ManagedServer;
 use std::path::PathBuf;
 use std::time::Duration;
+use url::MysqlUrl;
 
 use ::mysql::prelude::Queryable;
-use anyhow::{Context, Result};
+use anyhow::Result;
 use std::collections::BTreeMap;
+
+/// The MySQL family's row of the engine table.
+pub static ENGINE: EngineDef = EngineDef {
+    name: "mysql",
+    title: "MariaDB / MySQL",
+    managed: &["managed:mariadb", "managed:mysql", "managed"],
+    schemes: &["mysql", "mariadb"],
+    examples: &[
+        "mysql://user:pass@host:port/db",
+        "mysql://user@localhost/db?socket=/path/mysqld.sock",
+    ],
+    parse_url: url::parse_url,
+    open,
+    feature_names: &catalog::NAMES,
+    feature: |name| catalog::lookup(name, Flavor::Mariadb),
+    cpu: CpuScope::Process,
+    point_select: WorkloadKind::PointSelect,
+};
+
+/// Which server of the family answers (their catalogs differ in the audit plugin).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flavor {
+    /// MariaDB.
+    Mariadb,
+    /// Oracle MySQL or Percona Server.
+    Mysql,
+}
 
 /// Reach the user's server (or start a managed one); returns the engine, the server's version
 /// and the URL's database. A refused login is a usage error.
-pub fn open(
-    spec: &TargetSpec,
-    config: &ManagedConfig,
-) -> Result<(Box<dyn Engine>, String, Option<String>)> {
-    let (managed, base_opts, db) = match spec {
-        TargetSpec::Managed(_) => {
+fn open(spec: &TargetSpec, config: &ManagedConfig) -> Result<Opened> {
+    let (managed, url, base_opts) = match spec.url() {
+        None => {
             let server = ManagedServer::start(config)?;
             let opts = server.opts();
-            (Some(server), opts, None)
+            (Some(server), None, opts)
         }
-        TargetSpec::Mysql(u) => (None, u.opts().db_name(None::<String>), u.db.clone()),
-        TargetSpec::Postgres(_) => unreachable!("a postgres:// target opens the PostgreSQL engine"),
+        Some(text) => {
+            let u = MysqlUrl::parse(text)?;
+            let opts = u.opts().db_name(None::<String>);
+            (None, Some(u), opts)
+        }
     };
     let mut conn = ::mysql::Conn::new(base_opts.clone()).map_err(|e| {
         usage(format!(
@@ -43,28 +76,36 @@ pub fn open(
             clean_error(&e)
         ))
     })?;
-    let version: String = conn.query_first("SELECT VERSION()")?.unwrap_or_default();
-    let family = if is_mariadb(&version) {
-        Family::Mariadb
+    let version: String = conn
+        .query_first("SELECT VERSION()")
+        .map_err(db_error)?
+        .unwrap_or_default();
+    let flavor = if is_mariadb(&version) {
+        Flavor::Mariadb
     } else {
-        Family::Mysql
+        Flavor::Mysql
     };
+    let db = url.as_ref().and_then(|u| u.db.clone());
     let engine = MysqlEngine {
-        spec: spec.clone(),
+        shown: spec.redacted(),
         managed,
+        url,
         base_opts,
-        family,
+        flavor,
     };
     Ok((Box::new(engine), version, db))
 }
 
 /// A MySQL-family server: managed or reached by URL.
 pub struct MysqlEngine {
-    spec: TargetSpec,
+    /// The target as printed.
+    shown: String,
     managed: Option<ManagedServer>,
+    /// The user's URL (None: managed).
+    url: Option<MysqlUrl>,
     /// Connection options without a default database.
     base_opts: ::mysql::OptsBuilder,
-    family: Family,
+    flavor: Flavor,
 }
 
 /// How long an admin statement may wait on a server that does not answer (a frozen or
@@ -81,7 +122,7 @@ impl MysqlEngine {
             .db_name(schema.map(str::to_string))
             .read_timeout(Some(ADMIN_TIMEOUT))
             .write_timeout(Some(ADMIN_TIMEOUT));
-        Ok(::mysql::Conn::new(opts)?)
+        ::mysql::Conn::new(opts).map_err(db_error)
     }
 
     /// Create dbtax's schema when absent. The only DDL dbtax runs outside its tables.
@@ -94,7 +135,7 @@ impl MysqlEngine {
         .map_err(|e| {
             usage(format!(
                 "cannot create or use schema '{schema}' on {}: {}",
-                self.spec.redacted(),
+                self.shown,
                 clean_error(&e)
             ))
         })
@@ -102,8 +143,12 @@ impl MysqlEngine {
 }
 
 impl Engine for MysqlEngine {
-    fn family(&self) -> Family {
-        self.family
+    fn def(&self) -> &'static EngineDef {
+        &ENGINE
+    }
+
+    fn feature(&self, name: &str) -> Option<Feature> {
+        catalog::lookup(name, self.flavor)
     }
 
     fn admin(&self) -> Result<Box<dyn Admin>> {
@@ -127,7 +172,12 @@ impl Engine for MysqlEngine {
         })
     }
 
-    fn prepare(&self, schema: &str, workload: &Workload, quiet: bool) -> Result<PreparedWorkload> {
+    fn prepare(
+        &self,
+        schema: &str,
+        workload: &Workload,
+        say: &mut dyn FnMut(&str),
+    ) -> Result<PreparedWorkload> {
         refuse_pgbench(workload)?;
         self.ensure_schema(schema)?;
         let conn = || self.conn(Some(schema));
@@ -136,7 +186,7 @@ impl Engine for MysqlEngine {
                 query::run_setup(&mut conn()?, &workload.setup)?;
                 (vec![], vec![])
             }
-            _ => oltp::prepare_tables(&conn, schema, workload.tables, workload.table_size, quiet)?,
+            _ => oltp::prepare_tables(&conn, schema, workload.tables, workload.table_size, say)?,
         };
         Ok(PreparedWorkload {
             workload: workload.clone(),
@@ -166,12 +216,13 @@ impl Engine for MysqlEngine {
     }
 
     fn locate(&self) -> (Option<u32>, Option<PathBuf>) {
-        match &self.managed {
-            Some(m) => (m.pid(), Some(m.datadir())),
-            None => match self.conn(None) {
-                Ok(mut conn) => find_local_server(&mut conn, &self.spec),
+        match (&self.managed, &self.url) {
+            (Some(m), _) => (m.pid(), Some(m.datadir())),
+            (None, Some(u)) => match self.conn(None) {
+                Ok(mut conn) => find_local_server(&mut conn, u),
                 Err(_) => (None, None),
             },
+            (None, None) => (None, None),
         }
     }
 
@@ -187,16 +238,21 @@ impl Engine for MysqlEngine {
     }
 
     fn client_target(&self) -> TargetSpec {
-        match &self.managed {
-            Some(m) => TargetSpec::Mysql(super::url::MysqlUrl {
-                user: "root".into(),
-                password: None,
-                host: "localhost".into(),
-                port: 3306,
-                db: None,
-                socket: Some(m.socket()),
-            }),
-            None => self.spec.clone(),
+        match (&self.managed, &self.url) {
+            (Some(m), _) => {
+                let u = MysqlUrl {
+                    user: "root".into(),
+                    password: None,
+                    host: "localhost".into(),
+                    port: 3306,
+                    db: None,
+                    socket: Some(m.socket()),
+                    connect_timeout: None,
+                };
+                TargetSpec::from_parsed(&ENGINE, u.parsed())
+            }
+            (None, Some(u)) => TargetSpec::from_parsed(&ENGINE, u.parsed()),
+            (None, None) => unreachable!("a server is managed or has a URL"),
         }
     }
 }
@@ -217,13 +273,7 @@ fn refuse_pgbench(workload: &Workload) -> Result<()> {
 /// and only when the server says it is this machine (@@hostname) listening where we connect
 /// (@@socket for a socket, @@port for TCP: a port-forward or a tunnel to another mysqld
 /// fails this). Then read @@pid_file and check that the pid is a mysqld/mariadbd we can see.
-fn find_local_server(
-    conn: &mut ::mysql::Conn,
-    spec: &TargetSpec,
-) -> (Option<u32>, Option<PathBuf>) {
-    let TargetSpec::Mysql(u) = spec else {
-        return (None, None);
-    };
+fn find_local_server(conn: &mut ::mysql::Conn, u: &MysqlUrl) -> (Option<u32>, Option<PathBuf>) {
     let loopback = u.socket.is_some()
         || matches!(u.host.as_str(), "localhost" | "127.0.0.1" | "::1" | "[::1]");
     if !loopback {
@@ -261,6 +311,15 @@ fn find_local_server(
         });
     let local_dir = (pid.is_some() && datadir.is_dir()).then_some(datadir);
     (pid, local_dir)
+}
+
+/// A driver error as the rest of dbtax sees it: the server refusing a statement (its words),
+/// or `ServerLost` when the connection is gone.
+pub fn db_error(e: ::mysql::Error) -> anyhow::Error {
+    match e {
+        ::mysql::Error::MySqlError(_) => anyhow::anyhow!("{}", clean_error(&e)),
+        other => ServerLost(clean_error(&other)).into(),
+    }
 }
 
 /// The server's message without the crate's prefixes, for one-paragraph errors.
@@ -310,7 +369,7 @@ pub fn global_vars(conn: &mut ::mysql::Conn, names: &[&str]) -> Result<BTreeMap<
              WHERE LOWER(VARIABLE_NAME) IN ({})",
             list.to_lowercase()
         ))
-        .context("reading global variables")?;
+        .map_err(|e| db_error(e).context("reading global variables"))?;
     for (k, v) in rows {
         out.insert(k, v.unwrap_or_default());
     }
@@ -319,7 +378,7 @@ pub fn global_vars(conn: &mut ::mysql::Conn, names: &[&str]) -> Result<BTreeMap<
 
 /// `SHOW GLOBAL STATUS` as numbers, for the counters dbtax reports per query.
 pub fn global_status(conn: &mut ::mysql::Conn) -> Result<BTreeMap<String, f64>> {
-    let rows: Vec<(String, String)> = conn.query("SHOW GLOBAL STATUS")?;
+    let rows: Vec<(String, String)> = conn.query("SHOW GLOBAL STATUS").map_err(db_error)?;
     Ok(rows
         .into_iter()
         .filter(|(k, _)| is_reported_counter(k))
@@ -356,7 +415,7 @@ pub fn is_mariadb(version: &str) -> bool {
 
 /// The grants of the current user, as one upper-case text (for privilege checks).
 pub fn grants_text(conn: &mut ::mysql::Conn) -> Result<String> {
-    let rows: Vec<String> = conn.query("SHOW GRANTS")?;
+    let rows: Vec<String> = conn.query("SHOW GRANTS").map_err(db_error)?;
     Ok(rows.join("\n").to_ascii_uppercase())
 }
 

@@ -25,7 +25,7 @@ pub fn prepare_tables(
     schema: &str,
     tables: u32,
     size: u64,
-    quiet: bool,
+    say: &mut dyn FnMut(&str),
 ) -> Result<(Vec<u64>, Vec<bool>)> {
     let mut conn = connect()?;
     let max_id = |t: u32| -> Result<Option<u64>> {
@@ -43,8 +43,9 @@ pub fn prepare_tables(
         Ok(Some(max.flatten().unwrap_or(0)))
     };
     crate::workload::prepare_sbtest(
-        (tables, size, quiet),
+        (tables, size),
         (&format!("in schema '{schema}'"), &format!("{schema}.")),
+        say,
         max_id,
         |t| create_table(connect, t, size),
     )

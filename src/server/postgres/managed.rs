@@ -2,18 +2,15 @@
 //! unix socket there (TCP on 127.0.0.1 only with `--port`), its log collected into
 //! `data/log/` without rotation (log bytes are a file's growth). PostgreSQL refuses to run
 //! as root: when dbtax is root, initdb and postgres run as the `postgres` system user (or
-//! $DBTAX_PG_USER) and the folder is theirs. Stopped by its pid (fast shutdown) and removed
-//! when dropped; the kernel stops it if dbtax is killed.
+//! $DBTAX_PG_USER) and the folder is theirs. The folder, the process, restarts and the
+//! clean-up are `local::ManagedProcess`'s (stopped with SIGINT: a fast shutdown).
 
 use crate::error::usage;
 use crate::server::ManagedConfig;
-use crate::server::local::{
-    make_private_dir, remove_stale_dirs, running_as_root, spawn_server, stop_child, tail_of,
-    wait_until_answers,
-};
+use crate::server::local::{Launch, ManagedProcess, running_as_root, tail_of};
 use anyhow::{Context, Result, bail};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 
 /// The superuser initdb creates; dbtax logs in as it over the private socket.
 pub const SUPERUSER: &str = "postgres";
@@ -23,14 +20,16 @@ const DEFAULT_PORT: u16 = 5432;
 /// A running throwaway cluster.
 #[derive(Debug)]
 pub struct PgManaged {
-    dir: PathBuf,
+    process: ManagedProcess<Postgres>,
+}
+
+/// How initdb and postgres run in a private folder.
+#[derive(Debug)]
+pub struct Postgres {
     bin_dir: PathBuf,
-    config: ManagedConfig,
+    port: Option<u16>,
     /// Who runs the server: (uid, gid) when dbtax is root.
     owner: Option<(u32, u32)>,
-    /// Options added by the experiment (restart-only settings), after the user's.
-    extra_opts: Vec<String>,
-    child: Option<Child>,
 }
 
 /// The folder of `postgres` and `initdb`: `--server-bin`'s, else PATH's, else the highest
@@ -95,88 +94,109 @@ fn server_owner() -> Result<Option<(u32, u32)>> {
 impl PgManaged {
     /// initdb, then start the server; returns once it answers on its socket.
     pub fn start(config: &ManagedConfig) -> Result<PgManaged> {
-        let bin_dir = find_bin_dir(config.server_bin.as_deref())?;
-        let owner = server_owner()?;
-        remove_stale_dirs();
-        let dir = make_private_dir()?;
-        let mut server = PgManaged {
-            dir,
-            bin_dir,
-            config: config.clone(),
-            owner,
-            extra_opts: vec![],
-            child: None,
+        let launch = Postgres {
+            bin_dir: find_bin_dir(config.server_bin.as_deref())?,
+            port: config.port,
+            owner: server_owner()?,
         };
-        // From here on, Drop removes the directory whatever fails.
-        if let Some((uid, gid)) = owner {
-            // SAFETY: chown on a path we just created.
-            let c = std::ffi::CString::new(server.dir.as_os_str().as_encoded_bytes())?;
-            if unsafe { libc::chown(c.as_ptr(), uid, gid) } != 0 {
-                bail!(
-                    "chown {}: {}",
-                    server.dir.display(),
-                    std::io::Error::last_os_error()
-                );
-            }
-        }
-        server.initdb()?;
-        server.spawn_and_wait()?;
-        Ok(server)
-    }
-
-    fn command(&self, program: &str) -> Command {
-        let mut cmd = Command::new(self.bin_dir.join(program));
-        if let Some((uid, gid)) = self.owner {
-            std::os::unix::process::CommandExt::uid(&mut cmd, uid);
-            std::os::unix::process::CommandExt::gid(&mut cmd, gid);
-            cmd.env("HOME", &self.dir);
-        }
-        cmd.current_dir(&self.dir);
-        cmd
+        Ok(PgManaged {
+            process: ManagedProcess::start(launch, &config.server_opts)?,
+        })
     }
 
     /// The folder of the unix socket.
     pub fn socket_dir(&self) -> PathBuf {
-        self.dir.clone()
+        self.process.dir.clone()
     }
 
     /// The port (it names the socket file).
     pub fn port(&self) -> u16 {
-        self.config.port.unwrap_or(DEFAULT_PORT)
+        self.process.launch.port()
     }
 
     /// The data directory.
     pub fn datadir(&self) -> PathBuf {
-        self.dir.join("data")
+        datadir(&self.process.dir)
     }
 
     /// The postmaster's pid, while it runs.
     pub fn pid(&self) -> Option<u32> {
-        self.child.as_ref().map(|c| c.id())
+        self.process.pid()
     }
 
     /// Driver configuration for the superuser over the private socket.
     pub fn config(&self, db: &str) -> postgres::Config {
+        self.process.launch.config(&self.process.dir, db)
+    }
+
+    /// Restart with other options (restart-only settings). `extra` replaces the previous extra.
+    pub fn restart(&mut self, extra: &[String]) -> Result<()> {
+        self.process.restart(extra)
+    }
+}
+
+fn datadir(dir: &Path) -> PathBuf {
+    dir.join("data")
+}
+
+impl Postgres {
+    fn port(&self) -> u16 {
+        self.port.unwrap_or(DEFAULT_PORT)
+    }
+
+    fn config(&self, dir: &Path, db: &str) -> postgres::Config {
         let mut c = postgres::Config::new();
         c.user(SUPERUSER)
-            .host_path(self.socket_dir())
+            .host_path(dir)
             .port(self.port())
             .dbname(db);
         c
     }
 
-    fn initdb(&self) -> Result<()> {
-        let log = self.dir.join("initdb.log");
-        let out = std::fs::File::create(&log)?;
+    fn program(&self, dir: &Path, program: &str) -> Command {
+        let mut cmd = Command::new(self.bin_dir.join(program));
         if let Some((uid, gid)) = self.owner {
-            let c = std::ffi::CString::new(log.as_os_str().as_encoded_bytes())?;
-            // SAFETY: chown on a file we just created.
-            unsafe { libc::chown(c.as_ptr(), uid, gid) };
+            std::os::unix::process::CommandExt::uid(&mut cmd, uid);
+            std::os::unix::process::CommandExt::gid(&mut cmd, gid);
+            cmd.env("HOME", dir);
+        }
+        cmd.current_dir(dir);
+        cmd
+    }
+}
+
+/// chown a path to the server's owner (dbtax is root).
+fn chown(path: &Path, (uid, gid): (u32, u32)) -> Result<()> {
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes())?;
+    // SAFETY: chown on a path we just created.
+    if unsafe { libc::chown(c.as_ptr(), uid, gid) } != 0 {
+        bail!(
+            "chown {}: {}",
+            path.display(),
+            std::io::Error::last_os_error()
+        );
+    }
+    Ok(())
+}
+
+impl Launch for Postgres {
+    fn what(&self) -> &'static str {
+        "PostgreSQL"
+    }
+
+    fn init(&self, dir: &Path) -> Result<()> {
+        let log = dir.join("initdb.log");
+        if let Some(owner) = self.owner {
+            chown(dir, owner)?;
+        }
+        let out = std::fs::File::create(&log)?;
+        if let Some(owner) = self.owner {
+            chown(&log, owner)?;
         }
         let status = self
-            .command("initdb")
+            .program(dir, "initdb")
             .arg("-D")
-            .arg(self.datadir())
+            .arg(datadir(dir))
             .args([
                 "-U",
                 SUPERUSER,
@@ -197,17 +217,13 @@ impl PgManaged {
         Ok(())
     }
 
-    fn server_args(&self) -> Vec<String> {
-        let mut args = vec!["-D".to_string(), self.datadir().display().to_string()];
-        let listen = if self.config.port.is_some() {
-            "127.0.0.1"
-        } else {
-            ""
-        };
+    fn command(&self, dir: &Path, opts: &[String]) -> Command {
+        let mut args = vec!["-D".to_string(), datadir(dir).display().to_string()];
+        let listen = if self.port.is_some() { "127.0.0.1" } else { "" };
         let own = [
             format!("listen_addresses={listen}"),
             format!("port={}", self.port()),
-            format!("unix_socket_directories={}", self.socket_dir().display()),
+            format!("unix_socket_directories={}", dir.display()),
             "max_connections=400".into(),
             "shared_buffers=256MB".into(),
             "logging_collector=on".into(),
@@ -216,44 +232,27 @@ impl PgManaged {
             "log_rotation_size=0".into(),
             "log_rotation_age=0".into(),
         ];
-        let user = self.config.server_opts.iter().chain(&self.extra_opts);
-        for o in own.iter().chain(user) {
+        for o in own.iter().chain(opts) {
             args.push("-c".into());
-            args.push(o.trim_start_matches("--").to_string());
+            args.push(o.clone());
         }
-        args
+        let mut cmd = self.program(dir, "postgres");
+        cmd.args(args);
+        cmd
     }
 
-    fn spawn_and_wait(&mut self) -> Result<()> {
-        let mut cmd = self.command("postgres");
-        cmd.args(self.server_args());
-        let child = spawn_server(cmd, libc::SIGINT).context("starting postgres")?;
-        self.child = Some(child);
-        let config = self.config("postgres");
-        let log = self.datadir().join("log/postgresql.log");
-        wait_until_answers(&mut self.child, "PostgreSQL", &log, || {
-            config.connect(postgres::NoTls).is_ok()
-        })
+    fn log(&self, dir: &Path) -> PathBuf {
+        datadir(dir).join("log/postgresql.log")
     }
 
-    /// Restart with other options (restart-only settings). `extra` replaces the previous extra.
-    pub fn restart(&mut self, extra: &[String]) -> Result<()> {
-        self.stop_process();
-        self.extra_opts = extra.to_vec();
-        self.spawn_and_wait()
+    fn answers(&self, dir: &Path) -> bool {
+        self.config(dir, "postgres")
+            .connect(postgres::NoTls)
+            .is_ok()
     }
 
-    fn stop_process(&mut self) {
-        if let Some(child) = self.child.take() {
-            // SIGINT: PostgreSQL's fast shutdown (SIGTERM would wait for clients).
-            stop_child(child, libc::SIGINT);
-        }
-    }
-}
-
-impl Drop for PgManaged {
-    fn drop(&mut self) {
-        self.stop_process();
-        let _ = std::fs::remove_dir_all(&self.dir);
+    fn stop_signal(&self) -> i32 {
+        // SIGINT: PostgreSQL's fast shutdown (SIGTERM would wait for clients).
+        libc::SIGINT
     }
 }

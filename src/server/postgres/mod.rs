@@ -1,22 +1,46 @@
-//! PostgreSQL behind the engine seam: `open` reaches the user's server or starts a managed
-//! cluster, `PgEngine` prepares the pgbench or sbtest tables and makes connections
-//! (rust-postgres, sync, one thread per client, prepared statements), `admin::PgAdmin` reads
-//! pg_settings and switches settings with ALTER SYSTEM and a reload. dbtax's "schema" is a
-//! database here (`dbtax` unless the URL or --schema names one).
+//! PostgreSQL behind the engine seam: its row of the engine table (`ENGINE`), `open` reaches
+//! the user's server or starts a managed cluster, `PgEngine` prepares the pgbench or sbtest
+//! tables and makes connections (rust-postgres, sync, one thread per client, prepared
+//! statements), `admin::PgAdmin` reads pg_settings and switches settings with ALTER SYSTEM
+//! and a reload. dbtax's "schema" is a database here (`dbtax` unless the URL or --schema
+//! names one). Its driver errors become dbtax's in one place (`db_error`).
 
 pub mod admin;
 pub mod catalog;
 pub mod client;
 pub mod managed;
 pub mod tables;
+pub mod url;
 
-use super::{Admin, Connector, Engine, Family, ManagedConfig, TargetSpec};
+use super::catalog::Feature;
+use super::engines::{CpuScope, EngineDef, Opened};
+use super::url::TargetSpec;
+use super::{Admin, Connector, Engine, ManagedConfig, ServerLost};
 use crate::error::usage;
 use crate::workload::{PreparedWorkload, Workload, WorkloadKind};
 use anyhow::Result;
 use managed::PgManaged;
 use std::path::PathBuf;
 use std::time::Duration;
+use url::PgUrl;
+
+/// PostgreSQL's row of the engine table.
+pub static ENGINE: EngineDef = EngineDef {
+    name: "postgres",
+    title: "PostgreSQL",
+    managed: &["managed:postgres", "managed:postgresql"],
+    schemes: &["postgres", "postgresql"],
+    examples: &[
+        "postgres://user:pass@host:port/db",
+        "postgres://user@/db?host=/socket/dir",
+    ],
+    parse_url: url::parse_url,
+    open,
+    feature_names: &catalog::NAMES,
+    feature: catalog::lookup,
+    cpu: CpuScope::ProcessTree,
+    point_select: WorkloadKind::SelectOnly,
+};
 
 /// The database admin connections use (the run lock lives there): PostgreSQL's maintenance
 /// database, as its own tools use it.
@@ -25,19 +49,20 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// Reach the user's server (or start a managed one); returns the engine, the server's
 /// version and the URL's database. A refused login is a usage error.
-pub fn open(
-    spec: &TargetSpec,
-    config: &ManagedConfig,
-) -> Result<(Box<dyn Engine>, String, Option<String>)> {
-    let (managed, db) = match spec {
-        TargetSpec::Managed(_) => (Some(PgManaged::start(config)?), None),
-        TargetSpec::Postgres(u) => (None, u.db.clone()),
-        TargetSpec::Mysql(_) => unreachable!("a mysql:// target opens the MySQL engine"),
+fn open(spec: &TargetSpec, config: &ManagedConfig) -> Result<Opened> {
+    let engine = match spec.url() {
+        None => PgEngine {
+            shown: spec.redacted(),
+            managed: Some(PgManaged::start(config)?),
+            url: None,
+        },
+        Some(text) => PgEngine {
+            shown: spec.redacted(),
+            managed: None,
+            url: Some(PgUrl::parse(text)?),
+        },
     };
-    let engine = PgEngine {
-        spec: spec.clone(),
-        managed,
-    };
+    let db = engine.url.as_ref().and_then(|u| u.db.clone());
     let mut conn = engine.connect_admin().map_err(|e| {
         usage(format!(
             "cannot connect to {}: {}. Check the URL, the user and password, and that the \
@@ -55,17 +80,29 @@ pub fn open(
 
 /// A PostgreSQL server: managed or reached by URL.
 pub struct PgEngine {
-    spec: TargetSpec,
+    /// The target as printed.
+    shown: String,
     managed: Option<PgManaged>,
+    /// The user's URL (None: managed).
+    url: Option<PgUrl>,
 }
 
 impl PgEngine {
-    /// Driver configuration for a database.
+    /// Driver configuration for a database (the URL's own timeout and name win).
     fn config(&self, db: &str) -> postgres::Config {
-        let mut c = match (&self.managed, &self.spec) {
+        let mut c = match (&self.managed, &self.url) {
             (Some(m), _) => m.config(db),
-            (None, TargetSpec::Postgres(u)) => u.config(Some(db)),
-            _ => unreachable!("a PostgreSQL engine has a managed cluster or a URL"),
+            (None, Some(u)) => {
+                let mut c = u.config(Some(db));
+                if u.connect_timeout.is_none() {
+                    c.connect_timeout(CONNECT_TIMEOUT);
+                }
+                if u.application_name.is_none() {
+                    c.application_name("dbtax");
+                }
+                return c;
+            }
+            (None, None) => unreachable!("a server is managed or has a URL"),
         };
         c.connect_timeout(CONNECT_TIMEOUT).application_name("dbtax");
         c
@@ -80,10 +117,8 @@ impl PgEngine {
     fn connect_admin(&self) -> Result<postgres::Client, postgres::Error> {
         match self.connect(ADMIN_DB) {
             Ok(c) => Ok(c),
-            Err(e) => match &self.spec {
-                TargetSpec::Postgres(u) if u.db.as_deref().is_some_and(|d| d != ADMIN_DB) => {
-                    self.connect(u.db.as_deref().unwrap_or(ADMIN_DB))
-                }
+            Err(e) => match self.url.as_ref().and_then(|u| u.db.as_deref()) {
+                Some(db) if db != ADMIN_DB => self.connect(db),
                 _ => Err(e),
             },
         }
@@ -92,16 +127,17 @@ impl PgEngine {
     /// Create dbtax's database when absent (CREATE DATABASE cannot be undone by a rollback,
     /// and is the only change dbtax makes outside its tables).
     fn ensure_database(&self, db: &str) -> Result<()> {
-        let mut conn = self.connect_admin()?;
+        let mut conn = self.connect_admin().map_err(db_error)?;
         let exists = conn
-            .query_opt("SELECT 1 FROM pg_database WHERE datname = $1", &[&db])?
+            .query_opt("SELECT 1 FROM pg_database WHERE datname = $1", &[&db])
+            .map_err(db_error)?
             .is_some();
         if !exists {
             conn.batch_execute(&format!("CREATE DATABASE {}", quote_ident(db)))
                 .map_err(|e| {
                     usage(format!(
                         "cannot create database '{db}' on {}: {}",
-                        self.spec.redacted(),
+                        self.shown,
                         clean_error(&e)
                     ))
                 })?;
@@ -111,14 +147,18 @@ impl PgEngine {
 }
 
 impl Engine for PgEngine {
-    fn family(&self) -> Family {
-        Family::Postgres
+    fn def(&self) -> &'static EngineDef {
+        &ENGINE
+    }
+
+    fn feature(&self, name: &str) -> Option<Feature> {
+        catalog::lookup(name)
     }
 
     fn admin(&self) -> Result<Box<dyn Admin>> {
         let conn = self
             .connect_admin()
-            .map_err(|e| anyhow::Error::from(super::ServerLost(clean_error(&e))))?;
+            .map_err(|e| anyhow::Error::from(ServerLost(clean_error(&e))))?;
         let base = self.config(ADMIN_DB);
         Ok(Box::new(admin::PgAdmin::new(conn, base)))
     }
@@ -134,25 +174,30 @@ impl Engine for PgEngine {
         })
     }
 
-    fn prepare(&self, schema: &str, workload: &Workload, quiet: bool) -> Result<PreparedWorkload> {
+    fn prepare(
+        &self,
+        schema: &str,
+        workload: &Workload,
+        say: &mut dyn FnMut(&str),
+    ) -> Result<PreparedWorkload> {
         self.ensure_database(schema)?;
-        let mut conn = self.connect(schema)?;
+        let mut conn = self.connect(schema).map_err(db_error)?;
         let (max_ids, created, scale) = match workload.kind {
             WorkloadKind::Query => {
                 client::run_setup(&mut conn, &workload.setup)?;
                 (vec![], vec![], None)
             }
             k if k.is_pgbench() => {
-                let (scale, created) = tables::prepare_pgbench(&mut conn, workload.scale, quiet)?;
+                let (scale, created) = tables::prepare_pgbench(&mut conn, workload.scale, say)?;
                 (vec![], vec![created], Some(scale))
             }
             _ => {
                 let (ids, created) = tables::prepare_sbtest(
-                    &|| Ok(self.connect(schema)?),
+                    &|| self.connect(schema).map_err(db_error),
                     schema,
                     workload.tables,
                     workload.table_size,
-                    quiet,
+                    say,
                 )?;
                 (ids, created, None)
             }
@@ -175,20 +220,22 @@ impl Engine for PgEngine {
             return Ok(());
         }
         let mut conn = if tables_ready {
-            self.connect(schema)?
+            self.connect(schema)
         } else {
-            self.connect_admin()?
-        };
+            self.connect_admin()
+        }
+        .map_err(db_error)?;
         client::check(&mut conn, &workload.queries, tables_ready)
     }
 
     fn locate(&self) -> (Option<u32>, Option<PathBuf>) {
-        match &self.managed {
-            Some(m) => (m.pid(), Some(m.datadir())),
-            None => match (&self.spec, self.connect_admin()) {
-                (TargetSpec::Postgres(u), Ok(mut conn)) => find_local_server(&mut conn, u),
-                _ => (None, None),
+        match (&self.managed, &self.url) {
+            (Some(m), _) => (m.pid(), Some(m.datadir())),
+            (None, Some(u)) => match self.connect_admin() {
+                Ok(mut conn) => find_local_server(&mut conn, u),
+                Err(_) => (None, None),
             },
+            (None, None) => (None, None),
         }
     }
 
@@ -204,16 +251,22 @@ impl Engine for PgEngine {
     }
 
     fn client_target(&self) -> TargetSpec {
-        match &self.managed {
-            Some(m) => TargetSpec::Postgres(super::url::PgUrl {
-                user: managed::SUPERUSER.into(),
-                password: None,
-                host: String::new(),
-                port: m.port(),
-                db: None,
-                socket_dir: Some(m.socket_dir()),
-            }),
-            None => self.spec.clone(),
+        match (&self.managed, &self.url) {
+            (Some(m), _) => {
+                let u = PgUrl {
+                    user: managed::SUPERUSER.into(),
+                    password: None,
+                    host: "localhost".into(),
+                    port: m.port(),
+                    db: None,
+                    socket_dir: Some(m.socket_dir()),
+                    connect_timeout: None,
+                    application_name: None,
+                };
+                TargetSpec::from_parsed(&ENGINE, u.parsed())
+            }
+            (None, Some(u)) => TargetSpec::from_parsed(&ENGINE, u.parsed()),
+            (None, None) => unreachable!("a server is managed or has a URL"),
         }
     }
 }
@@ -221,10 +274,7 @@ impl Engine for PgEngine {
 /// For a user's server reached over a socket or loopback: its postmaster's pid (from
 /// postmaster.pid in its data directory, which must name the same port and be a `postgres`
 /// process here) and the data directory. Needs the right to read both.
-fn find_local_server(
-    conn: &mut postgres::Client,
-    u: &super::PgUrl,
-) -> (Option<u32>, Option<PathBuf>) {
+fn find_local_server(conn: &mut postgres::Client, u: &PgUrl) -> (Option<u32>, Option<PathBuf>) {
     let loopback = u.socket_dir.is_some()
         || matches!(u.host.as_str(), "localhost" | "127.0.0.1" | "::1" | "[::1]");
     if !loopback {
@@ -249,6 +299,16 @@ fn find_local_server(
         });
     let dir = pid.is_some().then_some(datadir);
     (pid, dir)
+}
+
+/// A driver error as the rest of dbtax sees it: the server refusing a statement (its words),
+/// or `ServerLost` when the connection is gone.
+pub fn db_error(e: postgres::Error) -> anyhow::Error {
+    if e.as_db_error().is_some() {
+        anyhow::anyhow!("{}", clean_error(&e))
+    } else {
+        ServerLost(clean_error(&e)).into()
+    }
 }
 
 /// The server's message without the driver's prefixes, for one-paragraph errors.

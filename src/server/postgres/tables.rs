@@ -26,7 +26,11 @@ fn exists(c: &mut postgres::Client, table: &str) -> Result<bool> {
 
 /// Use the pgbench tables when present; else create them at `scale`. Returns the scale and
 /// whether dbtax created them.
-pub fn prepare_pgbench(c: &mut postgres::Client, scale: u32, quiet: bool) -> Result<(u64, bool)> {
+pub fn prepare_pgbench(
+    c: &mut postgres::Client,
+    scale: u32,
+    say: &mut dyn FnMut(&str),
+) -> Result<(u64, bool)> {
     let mut present = vec![];
     for t in PGBENCH_TABLES {
         present.push(exists(c, t)?);
@@ -49,9 +53,9 @@ pub fn prepare_pgbench(c: &mut postgres::Client, scale: u32, quiet: bool) -> Res
              whole, or drop them and let dbtax create them. Nothing was changed",
         ));
     }
-    if !quiet {
-        eprintln!("Creating the pgbench tables at scale {scale} (as pgbench -i -s {scale})...");
-    }
+    say(&format!(
+        "Creating the pgbench tables at scale {scale} (as pgbench -i -s {scale})..."
+    ));
     let s = scale as u64;
     let mut tx = c.transaction()?;
     tx.batch_execute(
@@ -118,7 +122,7 @@ pub fn prepare_sbtest(
     db: &str,
     tables: u32,
     size: u64,
-    quiet: bool,
+    say: &mut dyn FnMut(&str),
 ) -> Result<(Vec<u64>, Vec<bool>)> {
     let mut c = connect()?;
     let max_id = |t: u32| -> Result<Option<u64>> {
@@ -131,8 +135,9 @@ pub fn prepare_sbtest(
         Ok(Some(max.unwrap_or(0).max(0) as u64))
     };
     crate::workload::prepare_sbtest(
-        (tables, size, quiet),
+        (tables, size),
         (&format!("in database '{db}'"), ""),
+        say,
         max_id,
         |t| create_sbtest(&mut connect()?, t, size),
     )

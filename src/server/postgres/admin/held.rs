@@ -2,9 +2,9 @@
 //! held by the admin connection) and the copy of the journal (a `dbtax_journal` table in
 //! dbtax's database, found again in any database after a kill -9).
 
-use super::super::clean_error;
+use super::super::db_error;
 use super::PgAdmin;
-use anyhow::{Result, anyhow};
+use anyhow::Result;
 
 /// The advisory lock key of dbtax's run lock ("dbtx"; below 2^32, so pg_locks shows it as
 /// objid with classid 0).
@@ -17,20 +17,25 @@ impl PgAdmin {
     pub(super) fn try_lock(&mut self) -> Result<bool> {
         let row = self
             .conn
-            .query_one("SELECT pg_try_advisory_lock($1)", &[&RUN_LOCK])?;
+            .query_one("SELECT pg_try_advisory_lock($1)", &[&RUN_LOCK])
+            .map_err(db_error)?;
         Ok(row.get(0))
     }
 
     /// `Admin::run_lock_holder`: the backend holding the lock, from pg_locks.
     pub(super) fn lock_holder(&mut self) -> Result<Option<String>> {
-        let row = self.conn.query_opt(
-            "SELECT a.pid, coalesce(a.usename::text, ''), coalesce(a.client_addr::text, 'local'), \
-             extract(epoch FROM now() - a.backend_start)::int8 \
-             FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid \
-             WHERE l.locktype = 'advisory' AND l.granted AND l.classid = 0 \
-             AND l.objid = $1::int8::oid AND l.objsubid = 1",
-            &[&RUN_LOCK],
-        )?;
+        let row = self
+            .conn
+            .query_opt(
+                "SELECT a.pid, coalesce(a.usename::text, ''), \
+                 coalesce(a.client_addr::text, 'local'), \
+                 extract(epoch FROM now() - a.backend_start)::int8 \
+                 FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid \
+                 WHERE l.locktype = 'advisory' AND l.granted AND l.classid = 0 \
+                 AND l.objid = $1::int8::oid AND l.objsubid = 1",
+                &[&RUN_LOCK],
+            )
+            .map_err(db_error)?;
         Ok(row.map(|r| {
             let (pid, user, addr, secs): (i32, String, String, i64) =
                 (r.get(0), r.get(1), r.get(2), r.get(3));
@@ -44,7 +49,8 @@ impl PgAdmin {
         c.batch_execute(&format!(
             "CREATE TABLE IF NOT EXISTS {JOURNAL_TABLE} (server text PRIMARY KEY, \
              journal text NOT NULL, saved_at timestamptz NOT NULL DEFAULT now())"
-        ))?;
+        ))
+        .map_err(db_error)?;
         c.execute(
             &format!(
                 "INSERT INTO {JOURNAL_TABLE} (server, journal) VALUES ($1, $2) ON CONFLICT \
@@ -52,7 +58,7 @@ impl PgAdmin {
             ),
             &[&key, &journal],
         )
-        .map_err(|e| anyhow!("saving the journal on the server: {}", clean_error(&e)))?;
+        .map_err(|e| db_error(e).context("saving the journal on the server"))?;
         Ok(())
     }
 
@@ -63,7 +69,8 @@ impl PgAdmin {
             .query(
                 "SELECT datname FROM pg_database WHERE datallowconn AND NOT datistemplate",
                 &[],
-            )?
+            )
+            .map_err(db_error)?
             .into_iter()
             .map(|r| r.get(0))
             .collect();
@@ -99,13 +106,13 @@ impl PgAdmin {
             &format!("DELETE FROM {JOURNAL_TABLE} WHERE server = $1"),
             &[&key],
         )
-        .map_err(|e| anyhow!("removing the journal on the server: {}", clean_error(&e)))?;
+        .map_err(|e| db_error(e).context("removing the journal on the server"))?;
         Ok(())
     }
 
     fn journal_conn(&self, db: &str) -> Result<postgres::Client> {
         let mut c = self.base.clone();
         c.dbname(db);
-        Ok(c.connect(postgres::NoTls)?)
+        c.connect(postgres::NoTls).map_err(db_error)
     }
 }

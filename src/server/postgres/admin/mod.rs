@@ -7,11 +7,11 @@ mod held;
 mod probe;
 
 use super::catalog::CURRENT_LOGFILE;
-use super::{clean_error, quote_literal};
-use crate::feature::toggle::same_value;
-use crate::server::catalog::{Feature, Plugin};
-use crate::server::{Admin, ServerLost, Support, SupportContext};
-use anyhow::{Result, anyhow, bail};
+use super::{db_error, quote_literal};
+use crate::server::catalog::Feature;
+use crate::server::value::same_value;
+use crate::server::{Held, Plugins, Settings, Support, SupportContext};
+use anyhow::Result;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
@@ -28,11 +28,15 @@ pub struct PgAdmin {
     superuser: Option<bool>,
 }
 
+/// A statement's failure: `ServerLost` when the connection is gone, else the server's words
+/// after the statement.
 fn failed(sql: &str, e: postgres::Error) -> anyhow::Error {
-    if e.as_db_error().is_some() {
-        anyhow!("{sql}: {}", clean_error(&e))
+    let lost = e.as_db_error().is_none();
+    let err = db_error(e);
+    if lost {
+        err
     } else {
-        ServerLost(clean_error(&e)).into()
+        err.context(sql.to_string())
     }
 }
 
@@ -55,10 +59,13 @@ impl PgAdmin {
         if let Some(s) = self.superuser {
             return Ok(s);
         }
-        let row = self.conn.query_one(
-            "SELECT rolsuper FROM pg_roles WHERE rolname = current_user",
-            &[],
-        )?;
+        let row = self
+            .conn
+            .query_one(
+                "SELECT rolsuper FROM pg_roles WHERE rolname = current_user",
+                &[],
+            )
+            .map_err(db_error)?;
         let s: bool = row.get(0);
         self.superuser = Some(s);
         Ok(s)
@@ -84,10 +91,13 @@ impl PgAdmin {
     fn settings(&mut self, names: &[&str]) -> Result<BTreeMap<String, (String, String)>> {
         self.load_owner_libraries(names);
         let names: Vec<String> = names.iter().map(|s| s.to_ascii_lowercase()).collect();
-        let rows = self.conn.query(
-            "SELECT name, setting, context FROM pg_settings WHERE name = ANY($1)",
-            &[&names],
-        )?;
+        let rows = self
+            .conn
+            .query(
+                "SELECT name, setting, context FROM pg_settings WHERE name = ANY($1)",
+                &[&names],
+            )
+            .map_err(db_error)?;
         Ok(rows
             .into_iter()
             .map(|r| (r.get(0), (r.get(1), r.get(2))))
@@ -124,7 +134,7 @@ fn restore_alter(name: &str, value: &str, persisted: Option<Option<&str>>) -> St
     }
 }
 
-impl Admin for PgAdmin {
+impl Settings for PgAdmin {
     fn global_vars(&mut self, names: &[&str]) -> Result<BTreeMap<String, String>> {
         let mut out: BTreeMap<String, String> = self
             .settings(names)?
@@ -185,7 +195,7 @@ impl Admin for PgAdmin {
                  WHERE sourcefile LIKE '%/postgresql.auto.conf' ORDER BY seqno",
                 &[],
             )
-            .map_err(|e| anyhow!("reading pg_file_settings: {}", clean_error(&e)))?;
+            .map_err(|e| db_error(e).context("reading pg_file_settings"))?;
         let file: BTreeMap<String, String> = rows
             .into_iter()
             .map(|r| (r.get::<_, String>(0), r.get::<_, String>(1)))
@@ -247,37 +257,25 @@ impl Admin for PgAdmin {
     }
 
     fn status_counters(&mut self) -> Result<BTreeMap<String, f64>> {
-        let row = self.conn.query_one(
-            "SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '0/0')::float8",
-            &[],
-        )?;
+        let row = self
+            .conn
+            .query_one(
+                "SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '0/0')::float8",
+                &[],
+            )
+            .map_err(db_error)?;
         Ok(BTreeMap::from([("wal_bytes".to_string(), row.get(0))]))
     }
 
     fn support(&mut self, f: &Feature, ctx: SupportContext) -> Result<Support> {
         self.support_of(f, ctx)
     }
+}
 
-    fn plugin_active(&mut self, _p: &Plugin) -> Result<bool> {
-        Ok(false)
-    }
+/// PostgreSQL has no plugins: libraries are settings (shared_preload_libraries).
+impl Plugins for PgAdmin {}
 
-    fn install_sql(&self, p: &Plugin) -> String {
-        format!("-- PostgreSQL has no plugin {}", p.soname)
-    }
-
-    fn uninstall_sql(&self, soname: &str) -> String {
-        format!("-- PostgreSQL has no plugin {soname}")
-    }
-
-    fn install_plugin(&mut self, p: &Plugin) -> Result<String> {
-        bail!("PostgreSQL has no plugins to install ({})", p.soname)
-    }
-
-    fn uninstall_plugin(&mut self, _soname: &str) -> Result<Option<String>> {
-        Ok(None)
-    }
-
+impl Held for PgAdmin {
     /// The cluster's system identifier (set by initdb, the same however it is reached).
     fn identity(&mut self) -> Result<String> {
         match self
@@ -286,11 +284,14 @@ impl Admin for PgAdmin {
         {
             Ok(r) => Ok(format!("postgres-{}", r.get::<_, i64>(0))),
             Err(_) => {
-                let row = self.conn.query_one(
-                    "SELECT coalesce(inet_server_addr()::text, 'socket'), \
-                     current_setting('port'), current_setting('cluster_name')",
-                    &[],
-                )?;
+                let row = self
+                    .conn
+                    .query_one(
+                        "SELECT coalesce(inet_server_addr()::text, 'socket'), \
+                         current_setting('port'), current_setting('cluster_name')",
+                        &[],
+                    )
+                    .map_err(db_error)?;
                 let (a, p, c): (String, String, String) = (row.get(0), row.get(1), row.get(2));
                 Ok(format!("postgres-{}-{a}-{p}-{c}", crate::host::hostname()))
             }

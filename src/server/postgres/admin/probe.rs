@@ -5,7 +5,7 @@
 use super::super::{clean_error, quote_literal};
 use super::PgAdmin;
 use crate::server::catalog::Feature;
-use crate::server::{Admin, Support, SupportContext};
+use crate::server::{Settings, Support, SupportContext};
 use anyhow::Result;
 
 /// What a setting's change needs that this login may lack, as GRANT statements.

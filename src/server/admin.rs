@@ -1,0 +1,120 @@
+//! An admin connection, by concern: `Settings` (read, change and put back global settings,
+//! and what a feature needs), `Plugins` (load and remove a server plugin), `Held` (what a run
+//! holds on a server while it works: the run lock and the journal's copy). `Admin` is all
+//! three; each engine implements them over one connection. Every statement that changes
+//! something is returned as text, for the log and the dry run. Driver errors are the engine's
+//! to map: a lost connection is `ServerLost`, anything else a plain error.
+
+use super::catalog::{Feature, Plugin};
+use anyhow::Result;
+use std::collections::BTreeMap;
+
+/// What a support check may assume about the target.
+#[derive(Debug, Clone, Copy)]
+pub struct SupportContext {
+    /// dbtax may restart the server (managed, or `--restart-cmd`).
+    pub can_restart: bool,
+    /// dbtax started the server.
+    pub managed: bool,
+    /// The server's files are on this machine.
+    pub local: bool,
+}
+
+/// Whether a target can run a feature, and why not.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Support {
+    /// Ready (the note says what dbtax will do first, e.g. install a plugin).
+    Yes(String),
+    /// Not possible on this target, with the reason.
+    No(String),
+}
+
+/// Global settings: read, change, put back, and whether a feature can run.
+pub trait Settings: Send {
+    /// Global variables by name; names the server does not know are absent.
+    fn global_vars(&mut self, names: &[&str]) -> Result<BTreeMap<String, String>>;
+    /// The statement that sets one global variable (what `set_global` runs).
+    fn set_sql(&self, name: &str, value: &str) -> String;
+    /// Set one global variable; returns the statement run.
+    fn set_global(&mut self, name: &str, value: &str) -> Result<String>;
+    /// Put one original value back; Ok(None) when the variable no longer exists (its
+    /// plugin is already gone). `persisted`: the setting's entry in the server's persisted
+    /// settings file before the run, when the server has one (`persisted`).
+    fn restore_global(
+        &mut self,
+        name: &str,
+        value: &str,
+        persisted: Option<Option<&str>>,
+    ) -> Result<Option<String>>;
+    /// The statement `restore_global` runs.
+    fn restore_sql(&self, name: &str, value: &str, persisted: Option<Option<&str>>) -> String;
+    /// The entries these settings have in the file where the server persists changed
+    /// settings (PostgreSQL's postgresql.auto.conf, written by ALTER SYSTEM; None: absent
+    /// from it). Ok(None) for servers whose changes are not persisted (SET GLOBAL).
+    fn persisted(&mut self, _names: &[&str]) -> Result<Option<BTreeMap<String, Option<String>>>> {
+        Ok(None)
+    }
+    /// For each setting (name, value): None when it switches live, else the server option
+    /// that sets it at start-up (PostgreSQL's postmaster-context settings, and those of a
+    /// library that exists only once the server loads it at start). The MySQL family
+    /// switches every catalog setting live (its restart-only features say so in the catalog).
+    fn restart_only(&mut self, settings: &[(String, String)]) -> Result<Vec<Option<String>>> {
+        Ok(vec![None; settings.len()])
+    }
+    /// Server variables worth recording beside the results.
+    fn relevant_names(&self) -> &'static [&'static str];
+    /// Prove the privilege to change a variable without changing it. Err: the reason.
+    fn probe_set_privilege(&mut self, name: &str, current: &str) -> Result<(), String>;
+    /// Status counters worth reporting per query (cumulative values).
+    fn status_counters(&mut self) -> Result<BTreeMap<String, f64>>;
+    /// Can the server run this feature? Changes nothing.
+    fn support(&mut self, feature: &Feature, ctx: SupportContext) -> Result<Support>;
+}
+
+/// Server plugins. The defaults are an engine without plugins (PostgreSQL loads libraries
+/// through settings instead).
+pub trait Plugins: Send {
+    /// Whether a plugin is loaded.
+    fn plugin_active(&mut self, _plugin: &Plugin) -> Result<bool> {
+        Ok(false)
+    }
+    /// The statement that installs a plugin.
+    fn install_sql(&self, plugin: &Plugin) -> String {
+        format!("-- no plugin {} on this server", plugin.soname)
+    }
+    /// The statement that removes a plugin dbtax installed.
+    fn uninstall_sql(&self, soname: &str) -> String {
+        format!("-- no plugin {soname} on this server")
+    }
+    /// Install a plugin; returns the statement run.
+    fn install_plugin(&mut self, plugin: &Plugin) -> Result<String> {
+        anyhow::bail!("this server has no plugins to install ({})", plugin.soname)
+    }
+    /// Remove a plugin; Ok(None) when it was not installed.
+    fn uninstall_plugin(&mut self, _soname: &str) -> Result<Option<String>> {
+        Ok(None)
+    }
+}
+
+/// What a run holds on a server: its identity, the run lock, the journal's server copy.
+pub trait Held: Send {
+    /// What names this server however it is reached (socket or TCP, any host name, any
+    /// client machine): its UUID, or host name + port + datadir.
+    fn identity(&mut self) -> Result<String>;
+    /// Take the server-wide run lock without waiting; held until this connection closes.
+    /// Ok(false): another connection holds it.
+    fn try_run_lock(&mut self) -> Result<bool>;
+    /// Who holds the run lock (host and how long), when someone does.
+    fn run_lock_holder(&mut self) -> Result<Option<String>>;
+    /// Keep a copy of the journal on the server, in `schema` (replacing this server's).
+    fn save_server_journal(&mut self, schema: &str, key: &str, journal: &str) -> Result<()>;
+    /// Every copy of this server's journal kept on it: (schema, journal text).
+    fn load_server_journals(&mut self, key: &str) -> Result<Vec<(String, String)>>;
+    /// Remove the copy kept in `schema`.
+    fn delete_server_journal(&mut self, schema: &str, key: &str) -> Result<()>;
+}
+
+/// An admin connection: settings, plugins and what a run holds, over one connection.
+pub trait Admin: Settings + Plugins + Held {}
+
+impl<T: Settings + Plugins + Held> Admin for T {}

@@ -1,0 +1,102 @@
+//! The one table of engines. Each engine (a folder beside this file) describes itself in an
+//! `EngineDef`: the `--target` spellings it owns, how it parses its URLs, how it opens or
+//! starts a server, its catalog's names, and how its server's CPU is counted. Everything
+//! outside the engine folders asks this table; nothing else matches on an engine.
+
+use super::catalog::Feature;
+use super::url::{ParsedUrl, TargetSpec};
+use super::{Engine, ManagedConfig};
+use crate::workload::WorkloadKind;
+use anyhow::Result;
+
+/// What `open` hands back: the engine, the server's version, the URL's database.
+pub type Opened = (Box<dyn Engine>, String, Option<String>);
+
+/// How a server's CPU time is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CpuScope {
+    /// The server is one process (its threads summed).
+    Process,
+    /// The server is a process tree (a postmaster and the backends it started).
+    ProcessTree,
+}
+
+/// One engine, as the rest of dbtax sees it before a server answers.
+pub struct EngineDef {
+    /// Its key in target specs (`mysql`, `postgres`).
+    pub name: &'static str,
+    /// How `dbtax features` titles its catalog.
+    pub title: &'static str,
+    /// `--target` spellings of its managed server; the first is the canonical one.
+    pub managed: &'static [&'static str],
+    /// The URL schemes it owns; the first names a user's server in results (`kind`).
+    pub schemes: &'static [&'static str],
+    /// URL forms for error messages.
+    pub examples: &'static [&'static str],
+    /// Parse a URL of its schemes (usage errors that never echo a password).
+    pub parse_url: fn(&str) -> Result<ParsedUrl>,
+    /// Start (managed) or reach (URL) a server. A refused login is a usage error.
+    pub open: fn(&TargetSpec, &ManagedConfig) -> Result<Opened>,
+    /// Its catalog's feature names, in order (every flavour of the engine).
+    pub feature_names: &'static [&'static str],
+    /// A feature as the engine's first flavour has it, before a server answers (validation,
+    /// offline listing, managed start options).
+    pub feature: fn(&str) -> Option<Feature>,
+    /// How its server's CPU is counted.
+    pub cpu: CpuScope,
+    /// Its own single-row read benchmark, the demo's workload (sysbench's point select on
+    /// the MySQL family, pgbench's select-only on PostgreSQL).
+    pub point_select: WorkloadKind,
+}
+
+/// Every engine dbtax knows. A new engine is one folder and one row here.
+static ENGINES: [&EngineDef; 2] = [&super::mysql::ENGINE, &super::postgres::ENGINE];
+
+/// Every engine, in the order listings show them.
+pub fn all() -> &'static [&'static EngineDef] {
+    &ENGINES
+}
+
+/// The engine of this name.
+pub fn named(name: &str) -> Option<&'static EngineDef> {
+    ENGINES.iter().copied().find(|e| e.name == name)
+}
+
+/// The engine that owns a URL scheme.
+pub fn for_scheme(scheme: &str) -> Option<&'static EngineDef> {
+    ENGINES
+        .iter()
+        .copied()
+        .find(|e| e.schemes.contains(&scheme))
+}
+
+/// The engine whose managed server this spelling names.
+pub fn for_managed(kind: &str) -> Option<&'static EngineDef> {
+    ENGINES.iter().copied().find(|e| e.managed.contains(&kind))
+}
+
+impl EngineDef {
+    /// Server options a managed server must start with for these features (the binary log
+    /// for binlog-sync, a preloaded library): known before the server runs.
+    pub fn managed_start_opts<'a>(&self, names: impl IntoIterator<Item = &'a str>) -> Vec<String> {
+        let mut out: Vec<String> = vec![];
+        for n in names {
+            if let Some(f) = (self.feature)(n)
+                && f.requires_on.is_some()
+            {
+                for o in f.managed_server_opts {
+                    if !out.iter().any(|x| x == o) {
+                        out.push(o.to_string());
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+impl std::fmt::Debug for EngineDef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name)
+    }
+}
