@@ -4,7 +4,7 @@
 
 use super::pool::{Agent, Event, Traffic};
 use super::protocol::Hello;
-use super::{AgentSpec, Place};
+use super::{AgentBin, AgentSpec, Place};
 use crate::error::usage;
 use anyhow::{Context, Result};
 use std::io::{BufRead, BufReader, Read};
@@ -64,7 +64,7 @@ fn ssh_command(spec: &AgentSpec, remote: &str) -> Command {
 /// Returns (program, whether it is a copy that removes itself).
 pub(super) fn agent_bin(
     spec: &AgentSpec,
-    asked: Option<&str>,
+    asked: &AgentBin,
     status: &mut dyn FnMut(&str),
 ) -> Result<(String, bool)> {
     let own = || -> Result<String> {
@@ -74,14 +74,14 @@ pub(super) fn agent_bin(
             .into_owned())
     };
     match (&spec.place, asked) {
-        (Place::Local, None | Some("copy")) => Ok((own()?, false)),
-        (Place::Local, Some(path)) => Ok((path.to_string(), false)),
-        (Place::Ssh { .. }, None) => Ok(("dbtax".into(), false)),
-        (Place::Ssh { .. }, Some("copy")) => {
+        (Place::Local, AgentBin::OnPath | AgentBin::Copy) => Ok((own()?, false)),
+        (Place::Local, AgentBin::Path(path)) => Ok((path.clone(), false)),
+        (Place::Ssh { .. }, AgentBin::OnPath) => Ok(("dbtax".into(), false)),
+        (Place::Ssh { .. }, AgentBin::Copy) => {
             status(&format!("copying dbtax to {}", spec.label()));
             copy_to(spec, &own()?).map(|p| (p, true))
         }
-        (Place::Ssh { .. }, Some(path)) => Ok((path.to_string(), false)),
+        (Place::Ssh { .. }, AgentBin::Path(path)) => Ok((path.clone(), false)),
     }
 }
 

@@ -6,7 +6,8 @@
 //! own CPU and their histograms (V2-serialized), which the coordinator adds exactly.
 //!
 //! `protocol`: the messages; `serve`: the agent's side; `launch`: starting an agent's
-//! process; `pool`: the agents, hello and clocks; `trial`: one trial over every agent.
+//! process; `pool`: the agents, hello and clocks; `trial`: the pool as a `load::Load`, one
+//! trial over every agent.
 
 pub mod launch;
 pub mod pool;
@@ -15,13 +16,10 @@ pub mod serve;
 pub mod trial;
 
 use crate::error::usage;
+use crate::server::TargetSpec;
 use anyhow::Result;
-use std::sync::{Arc, Mutex};
 
 pub use pool::Pool;
-
-/// The agents of a run, shared by the trials (one trial at a time).
-pub type Agents = Arc<Mutex<Pool>>;
 
 /// Where one agent runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -158,46 +156,62 @@ pub fn split(total: u32, weights: &[u32]) -> Vec<u32> {
     shares
 }
 
-/// How to start the agents.
+/// Which dbtax the agent hosts run.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum AgentBin {
+    /// `dbtax` on each host's PATH.
+    #[default]
+    OnPath,
+    /// This path on each host.
+    Path(String),
+    /// This binary, copied to a temporary file on each host (its architecture checked
+    /// first) and deleted by the agent as it starts.
+    Copy,
+}
+
+impl AgentBin {
+    /// `--agent-bin PATH`, or the word `copy`; absent: `dbtax` on the hosts' PATH.
+    pub fn parse(flag: Option<&str>) -> AgentBin {
+        match flag {
+            None => AgentBin::OnPath,
+            Some("copy") => AgentBin::Copy,
+            Some(path) => AgentBin::Path(path.to_string()),
+        }
+    }
+}
+
+/// How to start the agents: checked before anything starts.
 #[derive(Debug, Clone, Default)]
 pub struct AgentOptions {
     /// The agents.
     pub agents: Vec<AgentSpec>,
-    /// The remote binary: a path, or "copy" (dbtax's own binary, copied to a temporary path
-    /// after checking the remote architecture). Default: `dbtax` on the remote PATH.
-    pub agent_bin: Option<String>,
+    /// The binary they run.
+    pub bin: AgentBin,
     /// The server's URL as the agents must reach it (default: the coordinator's).
-    pub agent_target: Option<String>,
+    pub target: Option<TargetSpec>,
 }
 
 impl AgentOptions {
-    /// The agents of `list` (flags or the file) with `--agent-bin` and `--agent-target`,
-    /// checked before anything starts (bad input is exit 2).
+    /// The agents (flags or the file) with `--agent-bin` and `--agent-target`, checked
+    /// before anything starts (bad input is exit 2).
     pub fn new(
-        list: &[String],
-        agent_bin: Option<String>,
-        agent_target: Option<String>,
+        agents: Vec<AgentSpec>,
+        agent_bin: Option<&str>,
+        agent_target: Option<&str>,
     ) -> Result<AgentOptions> {
-        let opts = AgentOptions {
-            agents: parse_list(list)?,
-            agent_bin,
-            agent_target,
-        };
-        opts.validate()?;
-        Ok(opts)
-    }
-
-    fn validate(&self) -> Result<()> {
-        if let Some(t) = &self.agent_target {
-            crate::server::TargetSpec::parse(t)?;
-            if self.agents.is_empty() {
+        if agents.is_empty() {
+            if agent_target.is_some() {
                 return Err(usage("--agent-target needs --agents"));
             }
+            if agent_bin.is_some() {
+                return Err(usage("--agent-bin needs --agents"));
+            }
         }
-        if self.agent_bin.is_some() && self.agents.is_empty() {
-            return Err(usage("--agent-bin needs --agents"));
-        }
-        Ok(())
+        Ok(AgentOptions {
+            agents,
+            bin: AgentBin::parse(agent_bin),
+            target: agent_target.map(TargetSpec::parse).transpose()?,
+        })
     }
 }
 
@@ -207,14 +221,14 @@ pub fn start(
     opts: &AgentOptions,
     server: &crate::server::Server,
     status: &mut dyn FnMut(&str),
-) -> Result<Option<Agents>> {
+) -> Result<Option<Pool>> {
     if opts.agents.is_empty() {
         return Ok(None);
     }
-    let target = match &opts.agent_target {
-        Some(t) => crate::server::TargetSpec::parse(t)?,
-        None => server.client_target(),
-    };
+    let target = opts
+        .target
+        .clone()
+        .unwrap_or_else(|| server.client_target());
     if target.is_managed() || target.engine().name != server.engine().name {
         return Err(usage(format!(
             "--agent-target {} is not a URL of the target's kind ({}): give the same server \
@@ -231,12 +245,7 @@ pub fn start(
     ));
     let mut pool = Pool::start(opts, status)?;
     pool.set_target(target, &server.schema);
-    Ok(Some(Arc::new(Mutex::new(pool))))
-}
-
-/// The pool, whoever held it last (a panicked holder leaves it usable).
-pub fn lock(agents: &Agents) -> std::sync::MutexGuard<'_, Pool> {
-    agents.lock().unwrap_or_else(|e| e.into_inner())
+    Ok(Some(pool))
 }
 
 #[cfg(test)]

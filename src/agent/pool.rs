@@ -140,7 +140,7 @@ impl Pool {
         let traffic = Arc::new(Traffic::default());
         let mut agents = Vec::with_capacity(opts.agents.len());
         for (i, spec) in opts.agents.iter().enumerate() {
-            let bin = super::launch::agent_bin(spec, opts.agent_bin.as_deref(), status)?;
+            let bin = super::launch::agent_bin(spec, &opts.bin, status)?;
             agents.push(super::launch::spawn(
                 i,
                 spec,
@@ -172,7 +172,8 @@ impl Pool {
                 Some((i, Event::Reply(other))) => {
                     let a = &mut pool.agents[i];
                     return Err(usage(a.gone_message(&format!(
-                        "answered hello with {other:?}: is it dbtax?"
+                        "answered hello with a '{}' message: is it dbtax?",
+                        other.kind()
                     ))));
                 }
                 Some((i, Event::Gone(why))) => {

@@ -112,6 +112,21 @@ pub enum Reply {
     },
 }
 
+impl Reply {
+    /// What kind of message it is, for words (never its content: a report is large).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Reply::Hello(_) => "hello",
+            Reply::Clock { .. } => "clock",
+            Reply::Ready { .. } => "ready",
+            Reply::Started { .. } => "started",
+            Reply::Tick { .. } => "tick",
+            Reply::Report(_) => "report",
+            Reply::Error { .. } => "error",
+        }
+    }
+}
+
 /// The agent's facts, answered to `hello`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Hello {

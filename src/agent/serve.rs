@@ -8,8 +8,10 @@ use super::protocol::{self, AgentReport, Hello, PROTOCOL, Prepare, Reply, Reques
 use crate::load::TrialPlan;
 use crate::load::summary::merge_reports;
 use crate::load::trial::{begin_measure, connect_clients, with_workers};
-use crate::load::worker::WorkerReport;
-use crate::server::{Client, Server, ServerLost, TargetSpec};
+use crate::load::window::{Phase, instant_of, run_phase};
+use crate::load::worker::{Shared, WorkerReport};
+use crate::server::{Server, ServerLost, TargetSpec};
+use crate::workload::Client;
 use anyhow::{Result, anyhow};
 use std::io::{BufRead, Write};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
@@ -122,7 +124,7 @@ pub fn send(out: &mut dyn Write, reply: &Reply) -> Result<()> {
 #[derive(Default)]
 struct Session {
     server: Option<(TargetSpec, Server)>,
-    prepared: Option<(Prepare, Vec<Box<dyn Client>>)>,
+    prepared: Option<(Prepare, Vec<Client>)>,
 }
 
 impl Session {
@@ -159,12 +161,8 @@ impl Session {
         let server = &self.server.as_ref().expect("prepared on it").1;
         let connector = server.connector(&p.workload);
         let plan = TrialPlan {
-            threads: p.threads,
-            duration: Duration::from_nanos(p.duration_ns),
-            warmup: Duration::ZERO,
-            queries: None,
             rate: p.rate,
-            agents: None,
+            ..TrialPlan::timed(p.threads, Duration::from_nanos(p.duration_ns))
         };
         send(
             out,
@@ -172,50 +170,94 @@ impl Session {
                 clock_ns: protocol::clock_ns(),
             },
         )?;
+        let early = early_close();
         let (reports, outcome) =
             with_workers(clients, connector.as_ref(), &plan, p.seed, |shared, t0| {
-                let mut last_tick = Instant::now();
-                // Wait for an instant of this host's clock, ticking; false: stop now.
-                let mut wait_until = |at_ns: u64, out: &mut dyn Write| -> Result<(), bool> {
-                    loop {
-                        let now = protocol::clock_ns();
-                        if now >= at_ns {
-                            return Ok(());
-                        }
-                        let nap = Duration::from_nanos(at_ns - now).min(Duration::from_millis(20));
-                        match rx.recv_timeout(nap) {
-                            Ok(Some(Request::Stop)) => return Err(true),
-                            Ok(None) | Err(RecvTimeoutError::Disconnected) => return Err(false),
-                            Ok(Some(_)) | Err(RecvTimeoutError::Timeout) => {}
-                        }
-                        if last_tick.elapsed() >= TICK {
-                            last_tick = Instant::now();
-                            let tick = Reply::Tick {
-                                events: shared.total_events(),
-                                lag_us: shared.max_lag_us(),
-                            };
-                            if send(out, &tick).is_err() {
-                                return Err(false);
-                            }
-                        }
-                    }
+                let mut coordinator = Coordinator {
+                    rx,
+                    out: &mut *out,
+                    shared,
+                    last_tick: Instant::now(),
                 };
-                wait_until(window.0, &mut *out)?;
+                let at = |ns: u64| instant_of(ns, protocol::clock_ns());
+                run_phase(&mut coordinator, Some(at(window.0)), false, None)?;
                 let (cpu0, w0) = (crate::host::self_cpu_us(), protocol::clock_ns());
                 begin_measure(shared, t0, Instant::now());
-                wait_until(window.1, &mut *out)?;
+                let end = at(window.1);
+                let end = end.checked_sub(early).unwrap_or(end);
+                run_phase(&mut coordinator, Some(end), true, None)?;
                 let (cpu1, w1) = (crate::host::self_cpu_us(), protocol::clock_ns());
-                Ok((cpu1.saturating_sub(cpu0), (w0, w1)))
+                Ok::<_, anyhow::Error>((cpu1.saturating_sub(cpu0), (w0, w1)))
             });
         match outcome {
             Ok((cpu_us, w)) => Ok(Some(AgentReport::new(&merge_reports(reports)?, cpu_us, w)?)),
-            // Stopped early: an empty report, which the coordinator discards.
-            Err(true) => Ok(Some(AgentReport::new(
-                &WorkerReport::empty(false),
-                0,
-                (0, 0),
-            )?)),
-            Err(false) => Ok(None),
+            Err(e) => match e.downcast_ref::<Ended>() {
+                // Stopped early: an empty report, which the coordinator discards.
+                Some(Ended::Stopped) => Ok(Some(AgentReport::new(
+                    &WorkerReport::empty(false),
+                    0,
+                    (0, 0),
+                )?)),
+                Some(Ended::Gone) => Ok(None),
+                None => Err(e),
+            },
         }
     }
+}
+
+/// Why an agent's trial ended before its window did.
+#[derive(Debug, thiserror::Error)]
+enum Ended {
+    /// The coordinator said `stop`.
+    #[error("stopped by the coordinator")]
+    Stopped,
+    /// The coordinator (or the SSH channel) is gone.
+    #[error("the coordinator went away")]
+    Gone,
+}
+
+/// The coordinator as a phase of the agent's window sees it: a nap waits for a request
+/// (`stop`, or the channel closing), and a tick a second goes back to it.
+struct Coordinator<'a, W: Write> {
+    rx: &'a Receiver<Option<Request>>,
+    out: &'a mut W,
+    shared: &'a Shared,
+    last_tick: Instant,
+}
+
+impl<W: Write> Phase for Coordinator<'_, W> {
+    fn nap(&self) -> Duration {
+        Duration::from_millis(20)
+    }
+
+    fn wait(&mut self, nap: Duration) -> Result<()> {
+        match self.rx.recv_timeout(nap) {
+            Ok(Some(Request::Stop)) => Err(Ended::Stopped.into()),
+            Ok(None) | Err(RecvTimeoutError::Disconnected) => Err(Ended::Gone.into()),
+            Ok(Some(_)) | Err(RecvTimeoutError::Timeout) => Ok(()),
+        }
+    }
+
+    fn tick(&mut self, _: bool, _: Duration, _: Duration) -> Result<()> {
+        if self.last_tick.elapsed() < TICK {
+            return Ok(());
+        }
+        self.last_tick = Instant::now();
+        let tick = Reply::Tick {
+            events: self.shared.total_events(),
+            lag_us: self.shared.max_lag_us(),
+        };
+        send(&mut *self.out, &tick).map_err(|_| Ended::Gone.into())
+    }
+}
+
+/// A test hook: `DBTAX_TEST_AGENT_EARLY_MS` closes this agent's measured window that many
+/// milliseconds before the instant it was sent, as an agent whose clock moved after hello
+/// would (its report then reaches the coordinator before the coordinator's window ends).
+fn early_close() -> Duration {
+    std::env::var("DBTAX_TEST_AGENT_EARLY_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .map(Duration::from_millis)
+        .unwrap_or_default()
 }

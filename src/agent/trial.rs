@@ -1,18 +1,23 @@
-//! One trial over every agent. The coordinator prepares each agent's share (every client
-//! connected before any load), fixes the measured window on its own clock and sends each agent
-//! that window on the agent's clock (its offset measured at hello), reads the server around the
-//! same window, then adds the agents' reports: counts summed, histograms merged exactly.
+//! The agents' pool as a `Load`: one trial over every agent. The coordinator prepares each
+//! agent's share (every client connected before any load), fixes the measured window on its
+//! own clock and sends each agent that window on the agent's clock (its offset measured at
+//! hello), waits it out with the window's one loop (`load::window`), reads the server around
+//! the same window, then adds the agents' reports: counts summed, histograms merged exactly.
+//! An agent whose window closes a little before the coordinator's (a clock offset that moved,
+//! a coordinator late on busy cores) reports while the coordinator still waits: that report
+//! is kept, not taken for a protocol error.
 
 use super::pool::{Event, Pool};
-use super::protocol::{self, Prepare, Reply, Request};
+use super::protocol::{self, AgentReport, Prepare, Reply, Request};
 use super::split;
 use crate::error::{Failure, usage};
+use crate::load::measure::{Snapshot, snapshot, status_reader};
 use crate::load::summary::summarize;
-use crate::load::trial::{Snapshot, snapshot};
+use crate::load::window::{Phase, instant_of, run_phase};
 use crate::load::worker::WorkerReport;
-use crate::load::{Rate, TrialPlan, TrialProbes, TrialProgress};
-use crate::results::{AgentTrial, Trial};
-use crate::server::{Server, ServerLost};
+use crate::load::{Load, Rate, Target, TrialPlan, TrialProbes, TrialProgress};
+use crate::results::{AgentInfo, AgentTrial, Trial};
+use crate::server::ServerLost;
 use crate::workload::PreparedWorkload;
 use anyhow::{Result, anyhow, bail};
 use std::time::{Duration, Instant};
@@ -27,60 +32,56 @@ const LEAD: Duration = Duration::from_millis(50);
 /// A trial is flagged when its worst skew exceeds this share of its window.
 pub const SKEW_FLAG_SHARE: f64 = 0.1;
 
-impl Pool {
-    /// Run one trial with the agents' load (see the module's text).
-    pub fn run_trial(
+impl Load for Pool {
+    /// Every agent connects one client to the server (its login, its route, the workload's
+    /// statements). A failure is bad input (exit 2), naming the host.
+    fn check(&mut self, target: &Target<'_>) -> Result<()> {
+        let all: Vec<usize> = (0..self.agents.len()).collect();
+        let one = TrialPlan::timed(1, Duration::ZERO);
+        for &i in &all {
+            let prepare = self.prepare(target.workload, &one, 1, 0)?;
+            self.agents[i]
+                .send(&Request::Prepare(Box::new(prepare)))
+                .map_err(|e| usage(format!("{e:#}")))?;
+        }
+        let shown = self.target_shown();
+        self.collect(&all, PREPARE_TIMEOUT, "connecting to the server", |r| {
+            matches!(r, Reply::Ready { .. }).then_some(())
+        })
+        .map_err(|e| {
+            usage(format!(
+                "{e:#}. The agents reach the server at {shown} (--agent-target sets that URL)"
+            ))
+        })?;
+        Ok(())
+    }
+
+    fn run_trial(
         &mut self,
-        server: &Server,
-        workload: &PreparedWorkload,
+        target: &Target<'_>,
         plan: &TrialPlan,
         probes: &TrialProbes,
         on_tick: &mut dyn FnMut(&TrialProgress),
     ) -> Result<Trial> {
-        if plan.queries.is_some() {
-            return Err(usage(
-                "--queries is not available with --agents: use a duration",
-            ));
-        }
         if let Some(a) = self.agents.iter_mut().find(|a| a.gone.is_some()) {
             let why = a.gone.clone().unwrap_or_default();
             bail!("{}", a.gone_message(&why));
         }
-        let (target, schema) = self
-            .target
-            .clone()
-            .ok_or_else(|| anyhow!("the agents have no target"))?;
         let (cpu0, traffic0) = (crate::host::self_cpu_us(), self.traffic.now());
-        let total = plan.threads.max(1);
         let weights: Vec<u32> = self.agents.iter().map(|a| a.spec.weight).collect();
-        let shares = split(total, &weights);
+        let shares = split(plan.threads.max(1), &weights);
         let active: Vec<usize> = (0..shares.len()).filter(|i| shares[*i] > 0).collect();
-        let seed = crate::rng::Rng::from_time(total as u64).next_u64();
+        let seed = crate::rng::Rng::from_time(plan.threads as u64).next_u64();
         for &i in &active {
-            let rate = plan.rate.map(|r| Rate {
-                per_second: r.per_second * shares[i] as f64 / total as f64,
-                ..r
-            });
-            let prepare = Prepare {
-                target: target.clone(),
-                schema: schema.clone(),
-                workload: workload.clone(),
-                threads: shares[i],
-                rate,
-                duration_ns: plan.duration.as_nanos() as u64,
-                seed: seed ^ (i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15),
-            };
+            let seed = seed ^ (i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+            let prepare = self.prepare(target.workload, plan, shares[i], seed)?;
             self.agents[i].send(&Request::Prepare(Box::new(prepare)))?;
         }
         self.collect(&active, PREPARE_TIMEOUT, "connecting its clients", |r| {
             matches!(r, Reply::Ready { .. }).then_some(())
         })?;
 
-        let mut admin = if probes.server_status {
-            Some(server.admin()?)
-        } else {
-            None
-        };
+        let mut admin = status_reader(target.server, probes)?;
         let slowest = active
             .iter()
             .map(|i| self.agents[*i].rtt_ns)
@@ -91,46 +92,46 @@ impl Pool {
         let end_at = measure_at + plan.duration.as_nanos() as u64;
         for &i in &active {
             let off = self.agents[i].offset_ns;
-            let at = |t: u64| (t as i64 + off).max(0) as u64;
+            let at = |t: u64| (t as i128 + off as i128).max(0) as u64;
             self.running.push(i);
             self.agents[i].send(&Request::Start {
                 measure_at_ns: at(measure_at),
                 end_at_ns: at(end_at),
             })?;
         }
-        let mut progress = Progress::new(self.agents.len(), plan);
-        let stopped = self.wait_until(measure_at, &mut progress, false, probes, on_tick);
-        let stopped = match stopped {
-            Ok(()) => {
-                let before = snapshot(server, probes, admin.as_mut());
+        let mut early: Vec<Option<AgentReport>> = vec![None; self.agents.len()];
+        let window = {
+            let mut phase = Agents {
+                pool: self,
+                progress: Progress::new(plan),
+                early: &mut early,
+                on_tick,
+            };
+            let watch = probes.watch.as_ref();
+            let at = |ns: u64| instant_of(ns, protocol::clock_ns());
+            run_phase(&mut phase, Some(at(measure_at)), false, watch).and_then(|()| {
+                let before = snapshot(target.server, probes, admin.as_mut());
                 let before_ns = protocol::clock_ns();
-                self.wait_until(end_at, &mut progress, true, probes, on_tick)
-                    .map(|()| (before, before_ns))
-            }
-            Err(e) => Err(e),
+                phase.progress.measuring();
+                run_phase(&mut phase, Some(at(end_at)), true, watch)?;
+                let after = snapshot(target.server, probes, admin.as_mut());
+                Ok(((before, before_ns), (after, protocol::clock_ns())))
+            })
         };
-        let (before, before_ns) = match stopped {
-            Ok(b) => b,
+        let (before, after) = match window {
+            Ok(w) => w,
             Err(e) => {
                 self.abandon(&active);
                 return Err(e);
             }
         };
-        let after = snapshot(server, probes, admin.as_mut());
-        let after_ns = protocol::clock_ns();
-        let reports = self.collect(&active, REPORT_TIMEOUT, "reporting", |r| match r {
-            Reply::Report(rep) => Some((**rep).clone()),
-            _ => None,
-        })?;
+        let reports =
+            self.collect_with(early, &active, REPORT_TIMEOUT, "reporting", |r| match r {
+                Reply::Report(rep) => Some((**rep).clone()),
+                _ => None,
+            })?;
         self.running.clear();
-        let mut trial = self.merge(
-            plan,
-            &shares,
-            &active,
-            reports,
-            (&before, before_ns),
-            (&after, after_ns),
-        )?;
+        let mut trial = self.merge(plan, &shares, &active, reports, before, after)?;
         let traffic = self.traffic.now();
         trial.coordination = Some(crate::results::Coordination {
             cpu_us: crate::host::self_cpu_us().saturating_sub(cpu0) as f64,
@@ -140,83 +141,90 @@ impl Pool {
         Ok(trial)
     }
 
-    /// Before any setting changes: every agent connects one client to the server (its login,
-    /// its route, the workload's statements). A failure is bad input (exit 2), naming the host.
-    pub fn check(&mut self, workload: &PreparedWorkload) -> Result<()> {
+    fn hosts(&self) -> Vec<AgentInfo> {
+        self.info()
+    }
+}
+
+/// The agents as a phase of the window sees them: a nap waits for their messages (ticks
+/// for the progress, an early report kept, a failure or a lost agent ends the trial).
+struct Agents<'p, 'e, 't> {
+    pool: &'p mut Pool,
+    progress: Progress,
+    early: &'e mut Vec<Option<AgentReport>>,
+    on_tick: &'t mut dyn FnMut(&TrialProgress),
+}
+
+impl Phase for Agents<'_, '_, '_> {
+    fn nap(&self) -> Duration {
+        Duration::from_millis(100)
+    }
+
+    fn wait(&mut self, nap: Duration) -> Result<()> {
+        match self.pool.next_event(Instant::now() + nap) {
+            Some((i, Event::Reply(Reply::Tick { events, lag_us }))) => {
+                self.progress.ticks.insert(i, (events, lag_us));
+            }
+            Some((i, Event::Reply(Reply::Report(r)))) => self.early[i] = Some(*r),
+            Some((_, Event::Reply(Reply::Started { .. }))) | None => {}
+            Some((i, Event::Reply(Reply::Error { message, lost }))) => {
+                return Err(self.pool.failed(i, &message, lost));
+            }
+            Some((i, Event::Reply(other))) => {
+                bail!(
+                    "agent {} answered out of turn (a '{}' message during a trial)",
+                    self.pool.agents[i].label(),
+                    other.kind()
+                )
+            }
+            Some((i, Event::Gone(why))) => return Err(self.pool.lost(i, &why)),
+        }
+        Ok(())
+    }
+
+    fn tick(&mut self, _: bool, _: Duration, _: Duration) -> Result<()> {
+        if let Some(p) = self.progress.sample() {
+            (self.on_tick)(&p);
+        }
+        Ok(())
+    }
+}
+
+impl Pool {
+    /// One agent's `prepare` for `plan`: its `threads` of the plan's, and the same share of
+    /// the rate (every worker runs the same rate).
+    fn prepare(
+        &self,
+        workload: &PreparedWorkload,
+        plan: &TrialPlan,
+        threads: u32,
+        seed: u64,
+    ) -> Result<Prepare> {
         let (target, schema) = self
             .target
             .clone()
             .ok_or_else(|| anyhow!("the agents have no target"))?;
-        let all: Vec<usize> = (0..self.agents.len()).collect();
-        for &i in &all {
-            let prepare = Prepare {
-                target: target.clone(),
-                schema: schema.clone(),
-                workload: workload.clone(),
-                threads: 1,
-                rate: None,
-                duration_ns: 0,
-                seed: 0,
-            };
-            self.agents[i]
-                .send(&Request::Prepare(Box::new(prepare)))
-                .map_err(|e| usage(format!("{e:#}")))?;
-        }
-        self.collect(&all, PREPARE_TIMEOUT, "connecting to the server", |r| {
-            matches!(r, Reply::Ready { .. }).then_some(())
+        let total = plan.threads.max(1) as f64;
+        Ok(Prepare {
+            target,
+            schema,
+            workload: workload.clone(),
+            threads,
+            rate: plan.rate.map(|r| Rate {
+                per_second: r.per_second * threads as f64 / total,
+                ..r
+            }),
+            duration_ns: plan.duration.as_nanos() as u64,
+            seed,
         })
-        .map_err(|e| {
-            usage(format!(
-                "{e:#}. The agents reach the server at {} (--agent-target sets that URL)",
-                target.redacted()
-            ))
-        })?;
-        Ok(())
     }
 
-    /// Wait until `at_ns` (this host's clock), passing progress on; stop early on Ctrl-C,
-    /// the watch, or a lost agent.
-    fn wait_until(
-        &mut self,
-        at_ns: u64,
-        progress: &mut Progress,
-        measuring: bool,
-        probes: &TrialProbes,
-        on_tick: &mut dyn FnMut(&TrialProgress),
-    ) -> Result<()> {
-        progress.phase(measuring, at_ns);
-        loop {
-            if crate::interrupt::requested() {
-                return Err(Failure::Interrupted.into());
-            }
-            if let Some(why) = probes.watch.as_ref().and_then(|w| w()) {
-                bail!("{why}");
-            }
-            let now = protocol::clock_ns();
-            if now >= at_ns {
-                return Ok(());
-            }
-            let nap = Duration::from_nanos(at_ns - now).min(Duration::from_millis(100));
-            match self.next_event(Instant::now() + nap) {
-                Some((i, Event::Reply(Reply::Tick { events, lag_us }))) => {
-                    progress.ticks[i] = (events, lag_us);
-                }
-                Some((_, Event::Reply(Reply::Started { .. }))) | None => {}
-                Some((i, Event::Reply(Reply::Error { message, lost }))) => {
-                    return Err(self.failed(i, &message, lost));
-                }
-                Some((i, Event::Reply(other))) => {
-                    bail!(
-                        "agent {} answered out of turn: {other:?}",
-                        self.agents[i].label()
-                    )
-                }
-                Some((i, Event::Gone(why))) => return Err(self.lost(i, &why)),
-            }
-            if let Some(p) = progress.sample() {
-                on_tick(&p);
-            }
-        }
+    /// The server's URL as the agents reach it, password hidden.
+    fn target_shown(&self) -> String {
+        self.target
+            .as_ref()
+            .map(|(t, _)| t.redacted())
+            .unwrap_or_default()
     }
 
     /// Wait for one answer from each of `agents` that `want` accepts (ticks are skipped).
@@ -227,7 +235,19 @@ impl Pool {
         doing: &str,
         want: impl Fn(&Reply) -> Option<T>,
     ) -> Result<Vec<T>> {
-        let mut got: Vec<Option<T>> = (0..self.agents.len()).map(|_| None).collect();
+        let none = (0..self.agents.len()).map(|_| None).collect();
+        self.collect_with(none, agents, timeout, doing, want)
+    }
+
+    /// `collect`, starting from the answers already `got` (early reports).
+    fn collect_with<T>(
+        &mut self,
+        mut got: Vec<Option<T>>,
+        agents: &[usize],
+        timeout: Duration,
+        doing: &str,
+        want: impl Fn(&Reply) -> Option<T>,
+    ) -> Result<Vec<T>> {
         let deadline = Instant::now() + timeout;
         while agents.iter().any(|i| got[*i].is_none()) {
             if crate::interrupt::requested() {
@@ -318,9 +338,9 @@ impl Pool {
         plan: &TrialPlan,
         shares: &[u32],
         active: &[usize],
-        reports: Vec<protocol::AgentReport>,
-        (before, before_ns): (&Snapshot, u64),
-        (after, after_ns): (&Snapshot, u64),
+        reports: Vec<AgentReport>,
+        (before, before_ns): (Snapshot, u64),
+        (after, after_ns): (Snapshot, u64),
     ) -> Result<Trial> {
         let mut workers: Vec<WorkerReport> = Vec::with_capacity(reports.len());
         let mut agents = Vec::with_capacity(reports.len());
@@ -350,7 +370,7 @@ impl Pool {
                 skew_ms,
             });
         }
-        let mut trial = summarize(workers, before, after, plan.rate, cpu_us)?;
+        let mut trial = summarize(workers, &before, &after, plan.rate, cpu_us)?;
         let worst = agents.iter().map(|a| a.skew_ms).fold(0.0, f64::max);
         trial.agent_skew_ms = Some(worst);
         trial.skewed = worst > SKEW_FLAG_SHARE * trial.duration_s * 1000.0;
@@ -361,30 +381,34 @@ impl Pool {
 
 /// Progress from the agents' ticks.
 struct Progress {
-    ticks: Vec<(u64, u64)>,
+    /// The latest (events, lag µs) of each agent that ticked.
+    ticks: std::collections::BTreeMap<usize, (u64, u64)>,
     rate: Option<f64>,
     measuring: bool,
     phase_start: Instant,
     planned: Duration,
     last: (Instant, u64),
+    duration: Duration,
 }
 
 impl Progress {
-    fn new(agents: usize, plan: &TrialPlan) -> Progress {
+    fn new(plan: &TrialPlan) -> Progress {
         Progress {
-            ticks: vec![(0, 0); agents],
+            ticks: Default::default(),
             rate: plan.rate.map(|r| r.per_second),
             measuring: false,
             phase_start: Instant::now(),
-            planned: Duration::ZERO,
+            planned: plan.warmup,
             last: (Instant::now(), 0),
+            duration: plan.duration,
         }
     }
 
-    fn phase(&mut self, measuring: bool, until_ns: u64) {
-        self.measuring = measuring;
+    /// The measured phase begins.
+    fn measuring(&mut self) {
+        self.measuring = true;
         self.phase_start = Instant::now();
-        self.planned = Duration::from_nanos(until_ns.saturating_sub(protocol::clock_ns()));
+        self.planned = self.duration;
     }
 
     /// A sample a second (agents tick once a second).
@@ -392,7 +416,7 @@ impl Progress {
         if self.last.0.elapsed() < Duration::from_secs(1) {
             return None;
         }
-        let events: u64 = self.ticks.iter().map(|t| t.0).sum();
+        let events: u64 = self.ticks.values().map(|t| t.0).sum();
         let dt = self.last.0.elapsed().as_secs_f64();
         let eps = events.saturating_sub(self.last.1) as f64 / dt;
         self.last = (Instant::now(), events);
@@ -405,7 +429,7 @@ impl Progress {
             asked_per_s: self.rate,
             lag_ms: self
                 .rate
-                .map(|_| self.ticks.iter().map(|t| t.1).max().unwrap_or(0) as f64 / 1000.0),
+                .map(|_| self.ticks.values().map(|t| t.1).max().unwrap_or(0) as f64 / 1000.0),
         })
     }
 }

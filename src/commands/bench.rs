@@ -1,10 +1,8 @@
 //! `dbtax bench`: one trial, printed as a summary or as one JSON object.
 
 use crate::cli::BenchArgs;
-use crate::config::{server_config, workload_from};
-use crate::error::usage;
 use crate::experiment::spec::RateLevel;
-use crate::load::{Rate, TrialPlan, TrialProbes, run_trial};
+use crate::load::{Load, LocalLoad, Rate, Target, TrialPlan, TrialProbes};
 use crate::results::{BenchOutput, Calibration, Trial};
 use crate::server::Server;
 use crate::workload::Workload;
@@ -12,90 +10,44 @@ use anyhow::Result;
 
 /// Run `dbtax bench`.
 pub fn run(args: BenchArgs) -> Result<()> {
-    let config = server_config(&args.target, None)?;
-    let workload = workload_from(&args.workload, Workload::default())?;
-    let (duration, warmup) = (args.duration, args.warmup);
-    if args.threads == 0 {
-        return Err(usage("--threads must be at least 1"));
-    }
-    if args.queries == Some(0) {
-        return Err(usage("--queries must be at least 1"));
-    }
-    if args.queries.is_none() && duration.is_zero() {
-        return Err(usage("--duration must be longer than 0"));
-    }
-    let open = crate::config::run::open_loop(
-        args.rate
-            .rate
-            .as_deref()
-            .map(RateLevel::parse_list)
-            .transpose()?,
-        args.rate.arrival.as_deref(),
-        args.rate.skip_late,
-        None,
-    )?;
-    let level = match open.as_ref().map(|o| o.levels.as_slice()) {
-        Some([one]) => Some(*one),
-        Some(_) => {
-            return Err(usage(
-                "bench runs one rate: give --rate R or --rate 50% (a list is for `dbtax run`)",
-            ));
-        }
-        None => None,
-    };
-    let agent_opts = crate::agent::AgentOptions::new(
-        &args.agents.agents,
-        args.agents.agent_bin.clone(),
-        args.agents.agent_target.clone(),
-    )?;
-    if !agent_opts.agents.is_empty() && args.queries.is_some() {
-        return Err(usage(
-            "--queries is not available with --agents: give --duration",
-        ));
-    }
-    let target = Server::open(&config, &[])?;
-    target.check_statements(&workload)?;
-    let agents = crate::agent::start(&agent_opts, &target, &mut |m| {
-        if !args.json {
+    let b = crate::config::bench::bench(&args)?;
+    let json = args.json;
+    let say = |m: &str| {
+        if !json {
             eprintln!("{m}")
         }
-    })?;
-    let prepared = target.prepare(&workload, &mut |m| {
-        if !args.json {
-            eprintln!("{m}")
-        }
-    })?;
-    if let Some(a) = &agents {
-        crate::agent::lock(a).check(&prepared)?;
-    }
-    let mut plan = TrialPlan {
-        threads: args.threads,
-        duration,
-        warmup,
-        queries: args.queries,
-        rate: None,
-        agents: agents.clone(),
     };
+    let server = Server::open(&b.server, &[])?;
+    server.check_statements(&b.workload)?;
+    let mut load: Box<dyn Load> = match crate::agent::start(&b.agents, &server, &mut { say })? {
+        Some(pool) => Box::new(pool),
+        None => Box::new(LocalLoad),
+    };
+    let prepared = server.prepare(&b.workload, &mut { say })?;
+    let target = Target {
+        server: &server,
+        workload: &prepared,
+    };
+    load.check(&target)?;
+    let mut plan = b.plan.clone();
     let probes = TrialProbes {
         server_status: true,
         ..Default::default()
     };
     let mut calibration = None;
-    if let (Some(level), Some(o)) = (level, &open) {
-        let per_second = match level {
+    if let Some((level, o)) = &b.rate {
+        let per_second = match *level {
             RateLevel::PerSecond(r) => r,
             RateLevel::Capacity(f) => {
-                let c = calibrate(&target, &prepared, &plan, args.json)?;
+                let c = calibrate(load.as_mut(), &target, &plan, json)?;
                 let r = f * c.capacity_tps;
-                if !args.json {
-                    eprintln!(
-                        "calibration: {:.0} events/s in closed loop at {} threads; {} is {r:.0} \
-                         events/s",
-                        c.capacity_tps,
-                        args.threads,
-                        level.label()
-                    );
-                }
+                say(&format!(
+                    "calibration: {:.0} events/s in closed loop at {} threads; {} is {r:.0} \
+                     events/s",
+                    c.capacity_tps,
+                    plan.threads,
+                    level.label()
+                ));
                 calibration = Some(c);
                 r
             }
@@ -108,7 +60,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
     }
     let bar = super::progress::trial_bar(false);
     let started_at = crate::host::now_rfc3339_ms();
-    let trial = run_trial(&target, &prepared, &plan, &probes, &mut |p| {
+    let trial = load.run_trial(&target, &plan, &probes, &mut |p| {
         super::progress::show_trial(&bar, p)
     });
     bar.finish_and_clear();
@@ -116,38 +68,33 @@ pub fn run(args: BenchArgs) -> Result<()> {
         started_at,
         ..trial?
     };
-    if args.json {
+    if json {
         let out = BenchOutput {
             trial,
             workload: prepared.to_json(),
-            threads: args.threads,
-            target: target.info(),
+            threads: plan.threads,
+            target: server.info(),
             calibration,
-            agent_hosts: agents
-                .as_ref()
-                .map(|a| crate::agent::lock(a).info())
-                .unwrap_or_default(),
+            agent_hosts: load.hosts(),
         };
         println!("{}", serde_json::to_string_pretty(&out)?);
     } else {
-        print!("{}", summary(&target, &workload, args.threads, &trial));
+        print!("{}", summary(&server, &b.workload, plan.threads, &trial));
     }
     Ok(())
 }
 
 /// `--rate N%`: the closed-loop capacity at the same threads, measured first.
 fn calibrate(
-    target: &Server,
-    prepared: &crate::workload::PreparedWorkload,
+    load: &mut dyn Load,
+    target: &Target<'_>,
     plan: &TrialPlan,
     quiet: bool,
 ) -> Result<Calibration> {
-    let closed = plan.calibration();
     let bar = super::progress::trial_bar(quiet);
-    let t = run_trial(
+    let t = load.run_trial(
         target,
-        prepared,
-        &closed,
+        &plan.calibration(),
         &TrialProbes::default(),
         &mut |p| super::progress::show_trial(&bar, p),
     );

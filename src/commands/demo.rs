@@ -32,5 +32,5 @@ pub fn run(args: DemoArgs) -> Result<()> {
         out: args.out.clone(),
         ..Default::default()
     };
-    super::run::run_and_print(&exp, &config, &opts).map(|_| ())
+    super::run::run_and_print(&exp, &config, &opts, false).map(|_| ())
 }

@@ -6,8 +6,9 @@ use super::progress::RunDisplay;
 use crate::cli::RunArgs;
 use crate::config::run::{experiment, run_options};
 use crate::config::server_config;
-use crate::experiment::execute::{Executed, RunOptions, dry_run, execute};
+use crate::experiment::execute::{Executed, RunOptions, execute};
 use crate::experiment::pair::execute_pair;
+use crate::experiment::session::dry_run;
 use crate::experiment::spec::Experiment;
 use crate::server::{ServerConfig, TargetSpec};
 use anyhow::Result;
@@ -15,26 +16,27 @@ use anyhow::Result;
 /// Run `dbtax run`.
 pub fn run(args: RunArgs) -> Result<()> {
     let exp = experiment(&args)?;
-    let opts = run_options(&args);
+    let opts = run_options(&args, &exp)?;
     let config = server_config(&args.target, exp.target.as_deref())?;
-    if opts.dry_run {
-        print!("{}", dry_run(&exp, &config, &opts)?);
+    if args.dry_run {
+        print!("{}", dry_run(&exp, &config, opts.restart_cmd.as_deref())?);
         return Ok(());
     }
+    let json = args.json;
     let Some(t2) = &args.compare_target else {
-        return run_and_print(&exp, &config, &opts).map(|_| ());
+        return run_and_print(&exp, &config, &opts, json).map(|_| ());
     };
     let config2 = ServerConfig {
         spec: TargetSpec::parse(t2)?,
         ..config.clone()
     };
-    let mut display = RunDisplay::new(opts.json);
+    let mut display = RunDisplay::new(json);
     let executed = execute_pair(&exp, [&config, &config2], &opts, &mut display);
     display.finish();
     let [a, b] = executed?;
-    let (a, b) = (print_executed(a, &opts), print_executed(b, &opts));
+    let (a, b) = (print_executed(a, json), print_executed(b, json));
     let (a, b) = (a?, b?);
-    if opts.json {
+    if json {
         return Ok(());
     }
     println!(
@@ -50,24 +52,25 @@ pub fn run(args: RunArgs) -> Result<()> {
     Ok(())
 }
 
-/// Execute with the live display, print the table (or results.json with --json), and
+/// Execute with the live display, print the table (or results.json with `json`), and
 /// return what was run; the run's own error (after printing what it measured) comes last.
 pub fn run_and_print(
     exp: &Experiment,
     config: &ServerConfig,
     opts: &RunOptions,
+    json: bool,
 ) -> Result<Executed> {
-    let mut display = RunDisplay::new(opts.json);
+    let mut display = RunDisplay::new(json);
     let executed = execute(exp, config, opts, &mut display);
     display.finish();
-    print_executed(executed?, opts)
+    print_executed(executed?, json)
 }
 
-/// Print what a run measured (the table, or results.json with --json) and where it went;
+/// Print what a run measured (the table, or results.json with `json`) and where it went;
 /// then its error, if it stopped early.
-fn print_executed(mut executed: Executed, opts: &RunOptions) -> Result<Executed> {
+fn print_executed(mut executed: Executed, json: bool) -> Result<Executed> {
     let r = &executed.results;
-    if opts.json {
+    if json {
         println!("{}", serde_json::to_string_pretty(r)?);
     } else {
         print!("{}", crate::report::table::render(r));

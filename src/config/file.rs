@@ -209,7 +209,7 @@ pub fn from_toml(text: &str, default_name: &str) -> Result<Experiment> {
         exp.warmup_round = w;
     }
     exp.managed_server_opts = f.server_opts;
-    exp.agents = f.agents;
+    exp.agents = crate::agent::parse_list(&f.agents)?;
     let skip_late = match f.skip_late {
         Some(s) => Some(parse_duration("skip_late", &s)?),
         None => None,
@@ -276,7 +276,9 @@ set = { innodb_flush_log_at_trx_commit = "2" }
         let text = "agents = [\"ssh://bob@client1:2222*2\", \"local\"]\n\
                     [[variant]]\nname = \"off\"\n[[variant]]\nname = \"on\"\nset = { a = 1 }\n";
         let e = from_toml(text, "x").unwrap();
-        assert_eq!(e.agents, vec!["ssh://bob@client1:2222*2", "local"]);
+        let labels: Vec<String> = e.agents.iter().map(|a| a.label()).collect();
+        assert_eq!(labels, vec!["ssh://bob@client1:2222", "local"]);
+        assert_eq!(e.agents[0].weight, 2);
         let bad = text.replace("local", "ftp://client2");
         let err = from_toml(&bad, "x").and_then(|e| e.validate()).unwrap_err();
         assert_eq!(crate::error::exit_code(&err), 2);

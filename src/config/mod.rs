@@ -3,6 +3,7 @@
 //! asking a server happens here and fails with a usage error (exit 2). Nothing below this
 //! module sees a clap type.
 
+pub mod bench;
 pub mod file;
 pub mod presets;
 pub mod run;

@@ -3,6 +3,7 @@
 
 use super::presets::{self, Size};
 use super::workload_from;
+use crate::agent::AgentOptions;
 use crate::cli::RunArgs;
 use crate::error::usage;
 use crate::experiment::execute::RunOptions;
@@ -13,16 +14,18 @@ use crate::load::Arrival;
 use anyhow::Result;
 use std::time::Duration;
 
-/// The run options of `dbtax run`.
-pub fn run_options(args: &RunArgs) -> RunOptions {
-    RunOptions {
+/// The run options of `dbtax run` for `exp`: where results go, how to restart the user's
+/// server, how to start the experiment's agents (checked: bad input is exit 2).
+pub fn run_options(args: &RunArgs, exp: &Experiment) -> Result<RunOptions> {
+    Ok(RunOptions {
         out: args.out.clone(),
-        dry_run: args.dry_run,
-        json: args.json,
         restart_cmd: args.restart_cmd.clone(),
-        agent_bin: args.agents.agent_bin.clone(),
-        agent_target: args.agents.agent_target.clone(),
-    }
+        agents: AgentOptions::new(
+            exp.agents.clone(),
+            args.agents.agent_bin.as_deref(),
+            args.agents.agent_target.as_deref(),
+        )?,
+    })
 }
 
 /// The experiment of `dbtax run`: the file or preset (if any), then flags over it, validated.
@@ -83,7 +86,7 @@ pub fn experiment(args: &RunArgs) -> Result<Experiment> {
         ));
     }
     if !args.agents.agents.is_empty() {
-        exp.agents = args.agents.agents.clone();
+        exp.agents = crate::agent::parse_list(&args.agents.agents)?;
     }
     if !exp.agents.is_empty() && args.compare_target.is_some() {
         return Err(usage(
@@ -91,11 +94,6 @@ pub fn experiment(args: &RunArgs) -> Result<Experiment> {
              the results with `dbtax compare`",
         ));
     }
-    crate::agent::AgentOptions::new(
-        &exp.agents,
-        args.agents.agent_bin.clone(),
-        args.agents.agent_target.clone(),
-    )?;
     if exp.name.is_empty() {
         exp.name = default_name(&exp.variants);
     }

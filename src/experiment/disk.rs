@@ -4,6 +4,7 @@
 //! free) and `--max-log-bytes`; while a trial runs, a watch stops it the moment either limit
 //! is reached.
 
+use super::plan::LogFiles;
 use crate::load::Watch;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -17,8 +18,8 @@ pub const SAFETY_FACTOR: f64 = 2.0;
 /// The limits of one run.
 #[derive(Debug, Clone)]
 pub struct DiskGuard {
-    /// The feature log files (local paths).
-    pub files: Vec<PathBuf>,
+    /// The feature log files.
+    pub files: LogFiles,
     /// `--max-log-bytes`.
     pub max_bytes: Option<u64>,
 }
@@ -31,6 +32,7 @@ impl DiskGuard {
     /// Current total size of the log files.
     pub fn size(&self) -> u64 {
         self.files
+            .paths
             .iter()
             .map(|p| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0))
             .sum()
@@ -65,7 +67,7 @@ impl DiskGuard {
     /// The first log folder whose filesystem would keep less than 10% free after `extra`
     /// more bytes: (folder, free, total).
     fn short_of_room(&self, extra: u64) -> Option<(PathBuf, u64, u64)> {
-        self.files.iter().find_map(|f| {
+        self.files.paths.iter().find_map(|f| {
             let dir = f.parent().unwrap_or(f);
             let (free, total) = crate::host::fs_space(dir)?;
             ((free.saturating_sub(extra) as f64) < MIN_FREE_FRACTION * total as f64)
@@ -76,7 +78,7 @@ impl DiskGuard {
     /// A watch for one trial: stops it when the filesystem reaches 90% or the run's growth
     /// (`grown` before the trial, plus the files' growth since now) passes the limit.
     pub fn watch(&self, grown: u64) -> Option<Watch> {
-        if self.files.is_empty() {
+        if self.files.paths.is_empty() {
             return None;
         }
         let guard = self.clone();
@@ -113,7 +115,7 @@ mod tests {
     #[test]
     fn the_byte_limit_counts_what_a_trial_would_add() {
         let g = DiskGuard {
-            files: vec![],
+            files: LogFiles::default(),
             max_bytes: Some(10_000_000),
         };
         assert!(g.refuse(0, 1_000_000).is_none());

@@ -112,8 +112,13 @@ pub fn render(exp: &Experiment, label: &str, version: &str, plan: &Plan) -> Resu
         for sql in sqls {
             s += &format!("  {sql}\n");
         }
-        if i == 0 && !plan.switched_plugins.is_empty() {
-            let names: Vec<&str> = plan.switched_plugins.iter().map(|p| p.soname).collect();
+        if i == 0 && !plan.switches.switched_plugins.is_empty() {
+            let names: Vec<&str> = plan
+                .switches
+                .switched_plugins
+                .iter()
+                .map(|p| p.soname)
+                .collect();
             s += &format!(
                 "  (without the {} plugin: it is loaded only in the variants that use it, \
                  installed and uninstalled at each switch, journaled)\n",
@@ -122,7 +127,7 @@ pub fn render(exp: &Experiment, label: &str, version: &str, plan: &Plan) -> Resu
         }
     }
     s += "At the end, on error and on Ctrl-C (restore what was changed):\n";
-    let uninstalls = plan.plugins.len() + plan.switched_plugins.len();
+    let uninstalls = plan.switches.plugins.len() + plan.switches.switched_plugins.len();
     let n = plan.statements.restore.len();
     for (i, sql) in plan.statements.restore.iter().enumerate() {
         let note = if i >= n - uninstalls {

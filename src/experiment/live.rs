@@ -1,13 +1,12 @@
 //! The real server behind the runner's `Bench`: switch with the journaled `Switcher`, restart
 //! for restart-only settings, guard the disk (`disk`), truncate the feature logs on managed
-//! targets, and run trials with the load generator.
+//! targets, and run trials with the run's `Load` (this process, or the agents).
 
 use super::disk::DiskGuard;
 use super::plan::{Plan, Restarter};
-use super::preflight::log_files;
-use super::runner::{Bench, Load, Observer};
+use super::runner::{Bench, LoadPoint, Observer};
 use crate::feature::toggle::Switcher;
-use crate::load::{TrialPlan, TrialProbes, run_trial};
+use crate::load::{Load, Target, TrialPlan, TrialProbes};
 use crate::results::Trial;
 use crate::server::Server;
 use crate::workload::PreparedWorkload;
@@ -26,6 +25,7 @@ pub struct LiveBench<'a> {
     server: &'a mut Server,
     workload: &'a PreparedWorkload,
     plan: &'a Plan,
+    load: &'a mut dyn Load,
     /// Journaled switching.
     pub switcher: Switcher,
     current_opts: Vec<String>,
@@ -39,11 +39,11 @@ pub struct LiveBench<'a> {
 }
 
 impl<'a> LiveBench<'a> {
-    /// A bench over a begun switcher. `trial.threads` is set per trial.
+    /// A bench over a begun switcher, its trials made by `load`. `trial.threads` is set per
+    /// trial.
     pub fn new(
-        server: &'a mut Server,
-        workload: &'a PreparedWorkload,
-        plan: &'a Plan,
+        (server, workload, plan): (&'a mut Server, &'a PreparedWorkload, &'a Plan),
+        load: &'a mut dyn Load,
         switcher: Switcher,
         trial: TrialPlan,
         max_log_bytes: Option<u64>,
@@ -52,6 +52,7 @@ impl<'a> LiveBench<'a> {
             server,
             workload,
             plan,
+            load,
             switcher,
             current_opts: vec![],
             trial,
@@ -96,27 +97,33 @@ impl<'a> LiveBench<'a> {
         restarted.and(restored)
     }
 
+    /// One trial of the run's load, as `plan` says.
+    fn load_trial(
+        &mut self,
+        plan: &TrialPlan,
+        probes: &TrialProbes,
+        on_tick: &mut dyn FnMut(&crate::load::TrialProgress),
+    ) -> Result<Trial> {
+        let target = Target {
+            server: self.server,
+            workload: self.workload,
+        };
+        self.load.run_trial(&target, plan, probes, on_tick)
+    }
+
     /// Stop before a trial that would fill the log's disk or pass --max-log-bytes. A variant
     /// not measured yet is probed first, with its settings on.
     fn guard_disk(&mut self, variant: usize, threads: u32) -> Result<()> {
-        if self.disk.files.is_empty() {
+        if self.disk.files.paths.is_empty() {
             return Ok(());
         }
         if self.log_rate[variant].is_none() {
-            let probe = TrialPlan {
-                threads,
-                duration: PROBE,
-                warmup: Duration::ZERO,
-                queries: None,
-                rate: None,
-                agents: self.trial.agents.clone(),
-            };
             let probes = TrialProbes {
-                log_files: self.disk.files.clone(),
+                log_files: self.disk.files.paths.clone(),
                 watch: self.disk.watch(self.log_growth),
                 ..Default::default()
             };
-            let t = run_trial(self.server, self.workload, &probe, &probes, &mut |_| {})?;
+            let t = self.load_trial(&TrialPlan::timed(threads, PROBE), &probes, &mut |_| {})?;
             self.account(variant, &t);
         }
         let (bytes_per_query, qps) = self.log_rate[variant].unwrap_or_default();
@@ -151,15 +158,19 @@ impl Bench for LiveBench<'_> {
             self.restart(&opts)?;
         }
         self.switcher.apply(&v.state, &v.plugins)?;
-        if !v.plugins.is_empty() && self.disk.files.len() < self.plan.log_file_vars.len() {
+        if !v.plugins.is_empty() {
             // A switched plugin's log file is known once it is loaded.
-            let mut admin = self.server.admin()?;
-            self.disk.files = log_files(admin.as_mut(), self.server, &self.plan.log_file_vars)?;
+            self.disk.files.refresh(self.server)?;
         }
         Ok(())
     }
 
-    fn trial(&mut self, variant: usize, load: &Load, observer: &mut dyn Observer) -> Result<Trial> {
+    fn trial(
+        &mut self,
+        variant: usize,
+        load: &LoadPoint,
+        observer: &mut dyn Observer,
+    ) -> Result<Trial> {
         let mut plan = self.trial.clone();
         plan.threads = load.threads;
         plan.rate = load.rate;
@@ -187,7 +198,7 @@ impl LiveBench<'_> {
         self.guard_disk(variant, threads)?;
         if self.server.is_managed() {
             // The server is ours and thrown away: keep its logs from filling the disk.
-            for f in &self.disk.files {
+            for f in &self.disk.files.paths {
                 if let Ok(file) = std::fs::OpenOptions::new().write(true).open(f) {
                     let _ = file.set_len(0);
                 }
@@ -197,33 +208,18 @@ impl LiveBench<'_> {
             if plan.queries.is_some() {
                 // Fixed-count trials have no settle phase: settle here, with the load.
                 // A plain timed run of the settle length; its numbers are discarded.
-                let warm = TrialPlan {
-                    threads,
-                    duration: SETTLE_AFTER_RESTART,
-                    warmup: Duration::ZERO,
-                    queries: None,
-                    rate: None,
-                    agents: self.trial.agents.clone(),
-                };
-                run_trial(
-                    self.server,
-                    self.workload,
-                    &warm,
-                    &TrialProbes::default(),
-                    &mut |_| {},
-                )?;
+                let warm = TrialPlan::timed(threads, SETTLE_AFTER_RESTART);
+                self.load_trial(&warm, &TrialProbes::default(), &mut |_| {})?;
             } else {
                 plan.warmup = plan.warmup.max(SETTLE_AFTER_RESTART);
             }
         }
         let probes = TrialProbes {
-            log_files: self.disk.files.clone(),
+            log_files: self.disk.files.paths.clone(),
             server_status: true,
             watch: self.disk.watch(self.log_growth),
         };
-        let t = run_trial(self.server, self.workload, &plan, &probes, &mut |p| {
-            observer.trial_progress(p)
-        })?;
+        let t = self.load_trial(&plan, &probes, &mut |p| observer.trial_progress(p))?;
         self.account(variant, &t);
         Ok(t)
     }

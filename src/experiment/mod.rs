@@ -2,17 +2,21 @@
 //! server into a `plan` by `preflight` (shown by `dry_run`), its order of trials (`order`), the
 //! loop that runs blocks against anything that can run a trial (`runner`), the real server
 //! behind that interface (`live`), the simulated one used to validate the statistics (`sim`),
-//! and `execute`, which ties them together for one run (`pair`: for two servers at once).
+//! and `execute`, which ties them together for one run: `session` opens and readies the
+//! server, `header` and `record` write results.json (`pair`: two servers at once).
 
 pub mod disk;
 pub mod dry_run;
 pub mod execute;
+pub mod header;
 pub mod live;
 pub mod order;
 pub mod pair;
 pub mod plan;
 pub mod preflight;
+pub mod record;
 pub mod runner;
+pub mod session;
 pub mod sim;
 pub mod spec;
 pub mod warnings;

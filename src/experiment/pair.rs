@@ -1,28 +1,89 @@
 //! `--compare-target`: one experiment on two servers at once. Each block holds every variant
-//! of both servers in one randomized order (the variants named "A:…" and "B:…"), so B/A
-//! pairs block by block as the variants do; the cells are split back per server at every
-//! block and at the end.
+//! of both servers in one randomized order, so B/A pairs block by block as the variants do;
+//! which variant runs where is `Sides`' (A's variants first, then B's), and the cells are
+//! split back per server at every block and at the end.
 
-use super::execute::{Executed, Ready, Recorder, RunOptions, conclude, open, trial_plan};
+use super::execute::{Executed, RunOptions, conclude, trial_plan};
 use super::live::LiveBench;
-use super::runner::{self, Bench, Load, Observer};
+use super::record::Recorder;
+use super::runner::{self, Bench, LoadPoint, Observer};
+use super::session::{Ready, open};
 use super::spec::Experiment;
+use crate::load::LocalLoad;
 use crate::results::{Cell, Trial};
 use crate::server::ServerConfig;
 use anyhow::Result;
 
+/// One of the two servers of a two-server run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    /// `--target`.
+    A,
+    /// `--compare-target`.
+    B,
+}
+
+/// The variants of a two-server run: the experiment's on A (`0..n`), then the same on B
+/// (`n..2n`), under names of their own in the runner's cells.
+#[derive(Debug, Clone)]
+pub struct Sides {
+    /// The runner's names of the variants, A's then B's.
+    names: Vec<String>,
+    /// Each variant's own name, as the experiment has it.
+    own: Vec<String>,
+}
+
+impl Sides {
+    /// The experiment on two servers, and which of its variants runs where.
+    pub fn of(exp: &Experiment) -> (Experiment, Sides) {
+        let both = exp.on_two_servers();
+        let sides = Sides {
+            names: both.variants.iter().map(|v| v.name.clone()).collect(),
+            own: exp.variants.iter().map(|v| v.name.clone()).collect(),
+        };
+        (both, sides)
+    }
+
+    /// The server a variant runs on, and its index there.
+    pub fn side(&self, variant: usize) -> (Side, usize) {
+        let n = self.own.len();
+        if variant < n {
+            (Side::A, variant)
+        } else {
+            (Side::B, variant - n)
+        }
+    }
+
+    /// The cells of a two-server run, A's and B's, under their own variant names (a trial's
+    /// `after` keeps the runner's name: "B:audit" ran on the other server).
+    pub fn split(&self, cells: &[Cell]) -> [Vec<Cell>; 2] {
+        let mut out = [vec![], vec![]];
+        for c in cells {
+            let Some(index) = self.names.iter().position(|n| *n == c.variant) else {
+                continue;
+            };
+            let (side, own) = self.side(index);
+            let mut c = c.clone();
+            c.variant = self.own[own].clone();
+            out[side as usize].push(c);
+        }
+        out
+    }
+}
+
 /// One experiment on two servers at once (`--compare-target`): every block runs every
 /// variant on A and on B, in one randomized order, so B/A is paired block by block as the
 /// variants are. Both servers are locked, journaled and restored as in `execute`; B's
-/// results go to `compare-target/` inside A's folder.
+/// results go to `compare-target/` inside A's folder. The load is this process's.
 pub fn execute_pair(
     exp: &Experiment,
     configs: [&ServerConfig; 2],
     opts: &RunOptions,
     display: &mut dyn Observer,
 ) -> Result<[Executed; 2]> {
-    let opened_a = open(exp, configs[0], opts)?;
-    let opened_b = open(exp, configs[1], opts)?;
+    let restart_cmd = opts.restart_cmd.as_deref();
+    let opened_a = open(exp, configs[0], restart_cmd)?;
+    let opened_b = open(exp, configs[1], restart_cmd)?;
     if opened_a.0.identity == opened_b.0.identity {
         return Err(crate::error::usage(format!(
             "--compare-target names the same server as --target ({}); give two different \
@@ -30,32 +91,30 @@ pub fn execute_pair(
             opened_b.0.label()
         )));
     }
-    let mut a = Ready::new(exp, opened_a, opts, None, display)?;
+    let (mut load_a, mut load_b) = (LocalLoad, LocalLoad);
+    let mut a = Ready::new(exp, opened_a, opts, &mut load_a, display)?;
     let opts_b = RunOptions {
         out: Some(a.dir.join("compare-target")),
         ..opts.clone()
     };
-    let mut b = Ready::new(exp, opened_b, &opts_b, None, display)?;
+    let mut b = Ready::new(exp, opened_b, &opts_b, &mut load_b, display)?;
     a.results.paired_with = Some(b.results.target.url.clone());
     b.results.paired_with = Some(a.results.target.url.clone());
-    let nv = exp.variants.len();
-    let both = exp.on_two_servers();
+    let (both, sides) = Sides::of(exp);
     let (mut ra, mut rb) = (a.results, b.results);
     let (outcome, restored) = {
         let mut bench = PairBench {
-            nv,
+            sides: &sides,
             a: LiveBench::new(
-                &mut a.server,
-                &a.prepared,
-                &a.plan,
+                (&mut a.server, &a.prepared, &a.plan),
+                &mut load_a,
                 a.switcher,
                 trial_plan(exp),
                 exp.max_log_bytes,
             ),
             b: LiveBench::new(
-                &mut b.server,
-                &b.prepared,
-                &b.plan,
+                (&mut b.server, &b.prepared, &b.plan),
+                &mut load_b,
                 b.switcher,
                 trial_plan(exp),
                 exp.max_log_bytes,
@@ -63,6 +122,7 @@ pub fn execute_pair(
         };
         let mut recorder = Recorder {
             runs: vec![(&mut ra, &a.dir), (&mut rb, &b.dir)],
+            sides: Some(&sides),
             display,
         };
         recorder.write()?;
@@ -73,7 +133,7 @@ pub fn execute_pair(
     let [restored_a, restored_b] = restored;
     let (oa, ob) = match outcome {
         Ok(o) => {
-            let [oa, ob] = split_outcome(o);
+            let [oa, ob] = split_outcome(&sides, o);
             (Ok(oa), Ok(ob))
         }
         Err(e) => {
@@ -87,10 +147,9 @@ pub fn execute_pair(
     ])
 }
 
-/// The two servers of `--compare-target` behind one `Bench`: variants `0..nv` are A's,
-/// `nv..2nv` B's.
+/// The two servers of `--compare-target` behind one `Bench`.
 struct PairBench<'a> {
-    nv: usize,
+    sides: &'a Sides,
     a: LiveBench<'a>,
     b: LiveBench<'a>,
 }
@@ -98,9 +157,9 @@ struct PairBench<'a> {
 impl<'a> PairBench<'a> {
     /// The server a variant runs on, and its index there.
     fn side(&mut self, variant: usize) -> (&mut LiveBench<'a>, usize) {
-        match variant.checked_sub(self.nv) {
-            None => (&mut self.a, variant),
-            Some(v) => (&mut self.b, v),
+        match self.sides.side(variant) {
+            (Side::A, v) => (&mut self.a, v),
+            (Side::B, v) => (&mut self.b, v),
         }
     }
 }
@@ -111,7 +170,12 @@ impl Bench for PairBench<'_> {
         bench.apply(v, observer)
     }
 
-    fn trial(&mut self, variant: usize, load: &Load, observer: &mut dyn Observer) -> Result<Trial> {
+    fn trial(
+        &mut self,
+        variant: usize,
+        load: &LoadPoint,
+        observer: &mut dyn Observer,
+    ) -> Result<Trial> {
         let (bench, v) = self.side(variant);
         bench.trial(v, load, observer)
     }
@@ -121,30 +185,8 @@ impl Bench for PairBench<'_> {
     }
 }
 
-/// A two-server run's variant name ("A:off", "B:audit") as (side, the variant's own name).
-fn side_of(name: &str) -> (usize, &str) {
-    match name.split_once(':') {
-        Some(("A", own)) => (0, own),
-        Some(("B", own)) => (1, own),
-        _ => (0, name),
-    }
-}
-
-/// The cells of a two-server run, A's and B's, under their own variant names (a trial's
-/// `after` keeps its side: "B:audit" ran on the other server).
-pub(super) fn split_cells(cells: &[Cell]) -> [Vec<Cell>; 2] {
-    let mut out = [vec![], vec![]];
-    for c in cells {
-        let (side, own) = side_of(&c.variant);
-        let mut c = c.clone();
-        c.variant = own.to_string();
-        out[side].push(c);
-    }
-    out
-}
-
-fn split_outcome(o: runner::Outcome) -> [runner::Outcome; 2] {
-    let [ca, cb] = split_cells(&o.cells);
+fn split_outcome(sides: &Sides, o: runner::Outcome) -> [runner::Outcome; 2] {
+    let [ca, cb] = sides.split(&o.cells);
     let side = |cells| runner::Outcome {
         cells,
         carry_over_pct: o.carry_over_pct.clone(),

@@ -1,10 +1,12 @@
 //! An experiment resolved against one server, before anything on it changes: every feature
-//! looked up once for the real server family, one record per variant, the variables and
-//! plugins the run will touch, the log files, the restart method, the notes. `preflight`
+//! looked up once in the server's catalog, one record per variant, the variables and plugins
+//! the run will touch (`Switches`, what the switcher begins from), the log files (`LogFiles`,
+//! what the disk guard and the trials read), the restart method, the notes. `preflight`
 //! builds it; the dry run renders it; the runner, the switcher and results.json consume it.
 
-use crate::feature::toggle::State;
-use crate::server::catalog::Plugin;
+use crate::feature::toggle::{State, Switches};
+use crate::server::{Admin, Server};
+use anyhow::Result;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -32,7 +34,7 @@ pub struct PlannedVariant {
     /// Restart-only server options (its own and its features').
     pub server_opts: Vec<String>,
     /// Switched plugins this variant runs with (loaded on entering it, removed on leaving).
-    pub plugins: Vec<Plugin>,
+    pub plugins: Vec<crate::server::catalog::Plugin>,
     /// Index of the variant its overhead is computed against (itself for a baseline).
     pub baseline: usize,
     /// Multi-factor: (factor, index of the variant differing only in that factor).
@@ -51,6 +53,42 @@ pub struct Statements {
     pub restore: Vec<String>,
 }
 
+/// The files the features write, as local paths (log bytes per query, the disk guard). A
+/// switched plugin names its file only once it is loaded: `refresh` resolves them again.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct LogFiles {
+    /// Variables naming the files the features write.
+    pub vars: Vec<&'static str>,
+    /// Their local paths, for the variables the server knows now.
+    pub paths: Vec<PathBuf>,
+}
+
+impl LogFiles {
+    /// The files `vars` name on `server`, as far as it names them now (a file that is not on
+    /// this machine has no path).
+    pub fn resolve(
+        admin: &mut dyn Admin,
+        server: &Server,
+        vars: Vec<&'static str>,
+    ) -> Result<LogFiles> {
+        let found = admin.global_vars(&vars)?;
+        let paths = vars
+            .iter()
+            .filter_map(|v| found.get(*v))
+            .filter_map(|p| server.local_file(p))
+            .collect();
+        Ok(LogFiles { vars, paths })
+    }
+
+    /// Resolve again when some variable had no file yet (its plugin was not loaded).
+    pub fn refresh(&mut self, server: &Server) -> Result<()> {
+        if self.paths.len() < self.vars.len() {
+            *self = LogFiles::resolve(server.admin()?.as_mut(), server, self.vars.clone())?;
+        }
+        Ok(())
+    }
+}
+
 /// Everything a run will do to a server, decided before it does any of it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Plan {
@@ -58,24 +96,14 @@ pub struct Plan {
     pub variants: Vec<PlannedVariant>,
     /// The statements, as the dry run prints them.
     pub statements: Statements,
-    /// Variables any variant changes (journaled before the first change), first-seen order.
-    pub touched: Vec<String>,
+    /// What the switcher journals and switches.
+    pub switches: Switches,
     /// The touched variables' values now, before any change.
     pub current: BTreeMap<String, String>,
     /// Other server variables worth recording beside the results.
     pub relevant: BTreeMap<String, String>,
-    /// Plugins loaded for the whole run (installed when absent, removed after).
-    pub plugins: Vec<Plugin>,
-    /// Plugins loaded only in the variants that use them (absent before the run): installed
-    /// and uninstalled at each switch, so that the baseline runs without them.
-    pub switched_plugins: Vec<Plugin>,
-    /// Variables that exist only while a switched plugin is loaded.
-    pub plugin_vars: Vec<String>,
-    /// Variables naming the files the features write.
-    pub log_file_vars: Vec<&'static str>,
-    /// Their local paths (log bytes per query, disk guard); a plugin's appear once it is
-    /// installed (`execute` resolves them again then).
-    pub log_files: Vec<PathBuf>,
+    /// The files the features write.
+    pub log_files: LogFiles,
     /// How restart-only settings are switched.
     pub restarter: Restarter,
     /// What dbtax will do besides SET GLOBAL (install a plugin, restart...).

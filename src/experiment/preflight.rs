@@ -4,10 +4,10 @@
 //! restart-only setting with no way to restart, a pending journal, a workload statement the
 //! server refuses.
 
-use super::plan::{Plan, PlannedVariant, Restarter, Statements};
+use super::plan::{LogFiles, Plan, PlannedVariant, Restarter, Statements};
 use super::spec::Experiment;
 use crate::error::usage;
-use crate::feature::toggle::{self, State};
+use crate::feature::toggle::{self, State, Switches};
 use crate::server::catalog::{Feature, Plugin};
 use crate::server::value::same_value;
 use crate::server::{Admin, Server, Support, SupportContext};
@@ -74,8 +74,8 @@ pub fn preflight(exp: &Experiment, server: &Server, restart_cmd: Option<&str>) -
         .iter()
         .flat_map(|f| f.log_file_vars.iter().copied())
         .collect();
-    let log_files = log_files(admin.as_mut(), server, &log_file_vars)?;
-    for f in &log_files {
+    let log_files = LogFiles::resolve(admin.as_mut(), server, log_file_vars)?;
+    for f in &log_files.paths {
         let dir = f.parent().unwrap_or(f);
         if std::fs::read_dir(dir).is_err() {
             notes.push(format!(
@@ -118,12 +118,13 @@ pub fn preflight(exp: &Experiment, server: &Server, restart_cmd: Option<&str>) -
         variants,
         statements,
         relevant: relevant_variables(admin.as_mut(), &touched)?,
-        touched,
+        switches: Switches {
+            touched,
+            plugins,
+            switched_plugins,
+            plugin_vars,
+        },
         current,
-        plugins,
-        switched_plugins,
-        plugin_vars,
-        log_file_vars,
         log_files,
         restarter,
         notes,
@@ -170,21 +171,6 @@ fn split_restart_only(state: State, restart: &[(String, String, String)]) -> (St
     (kept, opts)
 }
 
-/// Local paths of the files the variables name (those the server knows now: a plugin's
-/// variables exist once it is loaded).
-pub fn log_files(
-    admin: &mut dyn Admin,
-    server: &Server,
-    vars: &[&str],
-) -> Result<Vec<std::path::PathBuf>> {
-    let found = admin.global_vars(vars)?;
-    Ok(vars
-        .iter()
-        .filter_map(|v| found.get(*v))
-        .filter_map(|p| server.local_file(p))
-        .collect())
-}
-
 /// The plugins the features need: (loaded for the whole run, switched with the variants).
 /// A switched plugin the server already has loaded stays loaded throughout: dbtax does not
 /// remove what it did not install.
@@ -203,7 +189,9 @@ fn plugins(
             run.push(p);
         } else if admin.plugin_active(&p)? {
             notes.push(format!(
-                "{}: the {} plugin was loaded before this run and stays loaded in every                  variant (the baseline has it idle), so its idle cost is not in the overhead;                  uninstall it first to measure that too",
+                "{}: the {} plugin was loaded before this run and stays loaded in every \
+                 variant (the baseline has it idle), so its idle cost is not in the overhead; \
+                 uninstall it first to measure that too",
                 f.name, p.soname
             ));
         } else {

@@ -16,9 +16,9 @@ use anyhow::Result;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-/// The load of one trial: client threads, and in rate mode the schedule's rate.
+/// Where a trial runs: client threads, and in rate mode the schedule's rate.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Load {
+pub struct LoadPoint {
     /// Client threads.
     pub threads: u32,
     /// Open loop at this rate; None: closed loop.
@@ -30,7 +30,12 @@ pub trait Bench {
     /// Put the server into variant `variant`'s state.
     fn apply(&mut self, variant: usize, observer: &mut dyn Observer) -> Result<()>;
     /// Run one trial of the current variant under `load`.
-    fn trial(&mut self, variant: usize, load: &Load, observer: &mut dyn Observer) -> Result<Trial>;
+    fn trial(
+        &mut self,
+        variant: usize,
+        load: &LoadPoint,
+        observer: &mut dyn Observer,
+    ) -> Result<Trial>;
     /// Rate mode's calibration: a closed-loop trial of the current variant at `threads`,
     /// whose events per second are the capacity a rate level's share is taken of.
     fn calibrate(&mut self, threads: u32, observer: &mut dyn Observer) -> Result<Trial>;
@@ -155,7 +160,7 @@ pub fn run(
     let points = exp.points();
     let rates: Vec<Option<(String, f64)>> =
         points.iter().map(|p| asked(exp, p, &calibration)).collect();
-    let load = |point: usize| Load {
+    let load = |point: usize| LoadPoint {
         threads: points[point].threads,
         rate: rates[point].as_ref().map(|(_, per_second)| {
             let o = exp.open_loop.as_ref().expect("a rate level is rate mode");
@@ -305,7 +310,7 @@ pub fn run(
 struct Step {
     index: usize,
     planned: usize,
-    load: Load,
+    load: LoadPoint,
     label: &'static str,
 }
 

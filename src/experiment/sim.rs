@@ -6,7 +6,7 @@
 //! that slows the trial after a feature trial, and an effect that drifts across the run
 //! (AR(1)). No time passes: trials are instant.
 
-use super::runner::{Bench, Load, Observer};
+use super::runner::{Bench, LoadPoint, Observer};
 use crate::results::{LatencyMs, Trial};
 use crate::rng::Rng;
 use anyhow::Result;
@@ -129,7 +129,7 @@ impl Bench for SimulatedServer {
         })
     }
 
-    fn trial(&mut self, variant: usize, load: &Load, _: &mut dyn Observer) -> Result<Trial> {
+    fn trial(&mut self, variant: usize, load: &LoadPoint, _: &mut dyn Observer) -> Result<Trial> {
         let threads = load.threads;
         assert_eq!(
             variant, self.current,

@@ -2,6 +2,7 @@
 //! rule. Built by `config` from flags, files and presets; resolved against a server by
 //! `preflight` into a `Plan`.
 
+use crate::agent::AgentSpec;
 use crate::error::usage;
 use crate::server::{catalog, validate_identifier};
 use crate::workload::Workload;
@@ -175,7 +176,7 @@ pub struct Experiment {
     pub open_loop: Option<OpenLoop>,
     /// Client hosts that make the load (`--agents`, the file's `agents = [...]`); empty: this
     /// process makes it.
-    pub agents: Vec<String>,
+    pub agents: Vec<AgentSpec>,
 }
 
 /// Precision mode's first stage: every variant runs this many blocks before the rule looks
@@ -310,11 +311,7 @@ impl Experiment {
     pub fn validate(&self) -> Result<()> {
         validate_name("experiment name", &self.name)?;
         self.workload.validate()?;
-        if !crate::agent::parse_list(&self.agents)?.is_empty() && self.queries_per_trial.is_some() {
-            return Err(usage(
-                "queries_per_trial is not available with agents: give trials a duration",
-            ));
-        }
+        agents_time_their_trials(&self.agents, self.queries_per_trial)?;
         if self.variants.len() < 2 {
             return Err(usage(
                 "nothing to compare: give --feature NAME (compared with off), or an experiment \
@@ -407,6 +404,18 @@ impl Experiment {
             .map(|p| self.planned_blocks_at(p.threads) as usize * self.variants.len())
             .sum()
     }
+}
+
+/// Agents run trials of a duration: a fixed count of statements per trial (`--queries`,
+/// `queries_per_trial`) is not split across hosts.
+pub fn agents_time_their_trials(agents: &[AgentSpec], queries: Option<u64>) -> Result<()> {
+    if !agents.is_empty() && queries.is_some() {
+        return Err(usage(
+            "a fixed number of queries per trial (--queries, queries_per_trial) is not \
+             available with agents: give trials a duration",
+        ));
+    }
+    Ok(())
 }
 
 fn validate_name(what: &str, s: &str) -> Result<()> {

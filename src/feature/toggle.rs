@@ -19,6 +19,20 @@ const PLUGIN_PATIENCE: Duration = Duration::from_secs(10);
 /// The full state of one variant: every touched variable, with its value (None: original).
 pub type State = Vec<(String, Option<String>)>;
 
+/// What a run switches, as preflight resolved it: what `Switcher::begin` journals.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Switches {
+    /// Variables any variant changes (journaled before the first change), first-seen order.
+    pub touched: Vec<String>,
+    /// Plugins loaded for the whole run (installed when absent, removed after).
+    pub plugins: Vec<Plugin>,
+    /// Plugins loaded only in the variants that use them (absent before the run): installed
+    /// and uninstalled at each switch, so that the baseline runs without them.
+    pub switched_plugins: Vec<Plugin>,
+    /// Variables that exist only while a switched plugin is loaded.
+    pub plugin_vars: Vec<String>,
+}
+
 /// Switches a server between variant states, journaled. Its admin connection holds the
 /// server's run lock from `lock` until the switcher is dropped.
 pub struct Switcher {
@@ -94,20 +108,19 @@ impl Switcher {
         })
     }
 
-    /// Install the run's plugins and read originals, journaling each before acting.
-    /// `switched` plugins (absent now) are loaded later, by `apply`, in the variants that
-    /// use them; the variables in `plugin_vars` exist only then and have no original.
-    /// Journals only servers dbtax does not manage (a managed server is thrown away
-    /// whatever happens).
-    pub fn begin(
-        &mut self,
-        plugins: &[Plugin],
-        switched: &[Plugin],
-        vars: &[String],
-        plugin_vars: &[String],
-    ) -> Result<()> {
-        self.switched = switched.to_vec();
-        self.vars = vars.to_vec();
+    /// Install the run's plugins and read originals, journaling each before acting. Switched
+    /// plugins (absent now) are loaded later, by `apply`, in the variants that use them;
+    /// their variables exist only then and have no original. Journals only servers dbtax
+    /// does not manage (a managed server is thrown away whatever happens).
+    pub fn begin(&mut self, switches: &Switches) -> Result<()> {
+        let Switches {
+            touched: vars,
+            plugins,
+            switched_plugins,
+            plugin_vars,
+        } = switches;
+        self.switched = switched_plugins.clone();
+        self.vars = vars.clone();
         self.save()?;
         for p in plugins {
             if !self.admin.plugin_active(p)? {
@@ -250,7 +263,8 @@ impl Switcher {
             }
             if Instant::now() >= deadline {
                 bail!(
-                    "the {} plugin did not become active after {sql} (for {} s): another                      connection is still running a statement that uses it",
+                    "the {} plugin did not become active after {sql} (for {} s): another \
+                     connection is still running a statement that uses it",
                     p.soname,
                     PLUGIN_PATIENCE.as_secs()
                 );

@@ -1,10 +1,142 @@
-//! The load generator: one OS thread and one connection per client (`worker`), and the
-//! coordinator that runs one trial and turns counters into a `Trial` (`trial`).
+//! The load generator, behind one seam: a `Load` runs a trial's load and measures the server
+//! around its window. `LocalLoad` is this process's own workers (one OS thread and one
+//! connection per client: `worker`, `trial`); the agents' pool (`agent::Pool`) is another
+//! `Load`, on other hosts. A trial plan is plain data. What every `Load` shares: the measuring
+//! window's loop (`window`), the readings around it (`measure`) and the merge of reports into
+//! a `Trial` (`summary`). Nothing here knows the agents.
 
+pub mod measure;
 pub mod schedule;
 pub mod summary;
 pub mod trial;
+pub mod window;
 pub mod worker;
 
+use crate::results::{AgentInfo, Trial};
+use crate::server::Server;
+use crate::workload::PreparedWorkload;
+use anyhow::Result;
+use std::path::PathBuf;
+use std::time::Duration;
+
 pub use schedule::{Arrival, Rate};
-pub use trial::{CALIBRATION, TrialPlan, TrialProbes, TrialProgress, Watch, run_trial};
+
+/// How to run one trial: plain data.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TrialPlan {
+    /// Client threads, one connection each.
+    pub threads: u32,
+    /// Measured time (ignored when `queries` is set).
+    pub duration: Duration,
+    /// Settle time before measuring.
+    pub warmup: Duration,
+    /// Stop after this many statements in total, split over the threads (mysqlslap style).
+    pub queries: Option<u64>,
+    /// Open loop: events start on a schedule at this rate (None: closed loop).
+    pub rate: Option<Rate>,
+}
+
+/// Rate mode's calibration measures closed-loop capacity for at least this long.
+pub const CALIBRATION: Duration = Duration::from_secs(2);
+
+impl TrialPlan {
+    /// `threads` clients in closed loop for `duration`, measured from the start.
+    pub fn timed(threads: u32, duration: Duration) -> TrialPlan {
+        TrialPlan {
+            threads,
+            duration,
+            warmup: Duration::ZERO,
+            queries: None,
+            rate: None,
+        }
+    }
+
+    /// The calibration before a share-of-capacity rate: this plan in closed loop, for at
+    /// least `CALIBRATION`.
+    pub fn calibration(&self) -> TrialPlan {
+        TrialPlan {
+            duration: self.duration.max(CALIBRATION),
+            rate: None,
+            ..self.clone()
+        }
+    }
+}
+
+/// A check made a few times a second while a trial runs; Some(reason) stops the trial with
+/// that error (the disk guard: a log must not fill its filesystem mid-trial).
+pub type Watch = std::sync::Arc<dyn Fn() -> Option<String> + Send + Sync>;
+
+/// What to read around the measured window besides the counters.
+#[derive(Clone, Default)]
+pub struct TrialProbes {
+    /// Log files whose growth is the feature's log bytes (local paths).
+    pub log_files: Vec<PathBuf>,
+    /// Read the server's status counters before and after.
+    pub server_status: bool,
+    /// Stop the trial when this says so.
+    pub watch: Option<Watch>,
+}
+
+/// A progress sample, passed to the caller's display.
+#[derive(Debug, Clone)]
+pub struct TrialProgress {
+    /// True while measuring, false while settling.
+    pub measuring: bool,
+    /// Time in the current phase.
+    pub elapsed: Duration,
+    /// Planned length of the current phase (zero in queries mode).
+    pub planned: Duration,
+    /// Events per second over the last sample interval.
+    pub events_per_s: f64,
+    /// Fraction of the query quota done (queries mode).
+    pub quota_done: Option<f64>,
+    /// Rate mode: the asked rate, events/s.
+    pub asked_per_s: Option<f64>,
+    /// Rate mode: the largest current schedule lag over the workers, ms.
+    pub lag_ms: Option<f64>,
+}
+
+/// What one trial runs against: the server, measured around the window, and its workload.
+pub struct Target<'a> {
+    /// The server (its counters, CPU and log files are read around the window).
+    pub server: &'a Server,
+    /// The workload, its tables ready.
+    pub workload: &'a PreparedWorkload,
+}
+
+/// Something that makes a trial's load and measures the server around its window.
+pub trait Load {
+    /// Before any setting changes: every client can reach the server and prepare the
+    /// workload's statements (a failure is bad input, naming where it failed).
+    fn check(&mut self, _target: &Target<'_>) -> Result<()> {
+        Ok(())
+    }
+    /// Run one trial as `plan` says; progress samples go to `on_tick`.
+    fn run_trial(
+        &mut self,
+        target: &Target<'_>,
+        plan: &TrialPlan,
+        probes: &TrialProbes,
+        on_tick: &mut dyn FnMut(&TrialProgress),
+    ) -> Result<Trial>;
+    /// The hosts that make the load, as results.json records them (none: this process).
+    fn hosts(&self) -> Vec<AgentInfo> {
+        vec![]
+    }
+}
+
+/// This process's own workers: one thread and one connection per client.
+#[derive(Debug, Default)]
+pub struct LocalLoad;
+
+impl Load for LocalLoad {
+    fn run_trial(
+        &mut self,
+        target: &Target<'_>,
+        plan: &TrialPlan,
+        probes: &TrialProbes,
+        on_tick: &mut dyn FnMut(&TrialProgress),
+    ) -> Result<Trial> {
+        trial::run_local(target, plan, probes, on_tick)
+    }
+}

@@ -2,8 +2,8 @@
 //! added exactly, counts summed — and, with the snapshots around the measured window, turned
 //! into the `Trial` results.json records.
 
+use super::measure::Snapshot;
 use super::schedule::Rate;
-use super::trial::Snapshot;
 use super::worker::{self, WorkerReport};
 use crate::results::{LagMs, LatencyMs, Trial, TrialRate};
 use crate::server::ServerLost;
@@ -71,7 +71,7 @@ fn percentiles(hist: &hdrhistogram::Histogram<u64>) -> LatencyMs {
 
 /// Turn the workers' reports (this process's, or each agent's merged) and the snapshots
 /// around the measured window into a trial. `client_cpu_us`: the load's CPU in the window.
-pub(crate) fn summarize(
+pub fn summarize(
     reports: Vec<WorkerReport>,
     before: &Snapshot,
     after: &Snapshot,

@@ -8,7 +8,8 @@
 
 use super::schedule::Schedule;
 use crate::rng::Rng;
-use crate::server::{Client, Connector};
+use crate::server::Connector;
+use crate::workload::Client;
 use hdrhistogram::Histogram;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
@@ -183,7 +184,7 @@ fn precise_sleep() {
 /// Run events until the phase says stop, or the quota of statements has been measured.
 pub fn run_worker(
     setup: WorkerSetup,
-    mut client: Box<dyn Client>,
+    mut client: Client,
     connector: &dyn Connector,
     shared: &Shared,
 ) -> WorkerReport {
@@ -259,7 +260,7 @@ pub fn run_worker(
                 if measuring {
                     *report.errors.entry(e.message.clone()).or_default() += 1;
                 }
-                if e.lost {
+                if e.lost() {
                     match connector.connect() {
                         Ok(c) => client = c,
                         Err(e2) => {

@@ -60,11 +60,13 @@ fn series_of(
     series_over(r, &thread_counts(r), at, skip_baseline, value, ci)
 }
 
-/// Every chart of the report.
+/// Every chart of the report (the run's view says which).
 pub fn all(r: &Results) -> Vec<Chart> {
-    if r.rate.is_some() {
-        return super::rate::charts(r);
-    }
+    super::view::of(r).charts()
+}
+
+/// Closed loop's charts, each against client threads.
+pub(super) fn by_threads(r: &Results) -> Vec<Chart> {
     let ticks: Vec<String> = thread_counts(r).iter().map(|t| t.to_string()).collect();
     let axes = |title, y_label, zero_line| Axes {
         title,

@@ -4,11 +4,11 @@
 use super::html::STYLE;
 use super::interval::Interval;
 use super::svg::{Axes, Series, bar_chart, esc, line_chart};
-use crate::results::{Cell, Results};
-use crate::stats::overhead::{mean_ci, welch_ci};
+use crate::results::{Cell, Estimate, Results};
+use crate::stats::ratio;
 use std::fmt::Write;
 
-/// B's throughput over A's with its 95% interval.
+/// B's throughput over A's with its 95% interval (the ratio of geometric means).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Ratio {
     /// Geometric-mean ratio B/A.
@@ -17,13 +17,23 @@ pub struct Ratio {
     pub ci95: [f64; 2],
 }
 
+impl From<Estimate> for Ratio {
+    fn from(e: Estimate) -> Ratio {
+        Ratio {
+            value: e.value,
+            ci95: e.ci95,
+        }
+    }
+}
+
 impl std::fmt::Display for Ratio {
+    /// "0.912 [0.884, 0.941]", as every interval is printed (`Interval`).
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "{:.3} [{:.3}, {:.3}]",
-            self.value, self.ci95[0], self.ci95[1]
-        )
+        let e = Estimate {
+            value: self.value,
+            ci95: self.ci95,
+        };
+        write!(f, "{}", Interval::estimate(&e).unsigned().decimals(3))
     }
 }
 
@@ -35,33 +45,23 @@ pub fn interleaved(a: &Results, b: &Results) -> bool {
         && b.paired_with.as_deref() == Some(a.target.url.as_str())
 }
 
-/// B/A throughput of one (variant, threads): paired, the t interval of the blocks' log
-/// ratios; unpaired, Welch's interval on the log throughputs of the two runs' trials.
+/// B/A throughput of one (variant, threads): paired by block when the two ran interleaved,
+/// else unpaired (`stats::ratio`).
 pub fn b_over_a(p: &Pair<'_>, paired: bool) -> Option<Ratio> {
-    let (mean, half) = if paired {
-        let logs: Vec<f64> =
+    if paired {
+        let blocks: Vec<(f64, f64)> =
             p.a.trials
                 .iter()
                 .filter_map(|ta| {
                     let tb = p.b.trials.iter().find(|tb| tb.block == ta.block)?;
-                    (ta.qps > 0.0 && tb.qps > 0.0).then(|| (tb.qps / ta.qps).ln())
+                    Some((ta.qps, tb.qps))
                 })
                 .collect();
-        mean_ci(&logs)?
+        ratio::paired(&blocks).map(Ratio::from)
     } else {
-        let logs = |c: &Cell| -> Vec<f64> {
-            c.trials
-                .iter()
-                .filter(|t| t.qps > 0.0)
-                .map(|t| t.qps.ln())
-                .collect()
-        };
-        welch_ci(&logs(p.a), &logs(p.b))?
-    };
-    Some(Ratio {
-        value: mean.exp(),
-        ci95: [(mean - half).exp(), (mean + half).exp()],
-    })
+        let qps = |c: &Cell| -> Vec<f64> { c.trials.iter().map(|t| t.qps).collect() };
+        ratio::unpaired(&qps(p.a), &qps(p.b)).map(Ratio::from)
+    }
 }
 
 /// How B/A was estimated, for the reader.

@@ -5,7 +5,6 @@ use super::charts;
 use super::interval::Interval;
 use super::svg::esc;
 use super::table::overhead_text;
-use super::words::headlines;
 use crate::results::Results;
 use std::fmt::Write;
 
@@ -46,12 +45,13 @@ pub fn render(r: &Results) -> String {
             " — <b>incomplete: the run was interrupted or failed</b>"
         }
     );
+    let view = super::view::of(r);
     s += "<div class=\"answer\"><ul>\n";
-    for h in headlines(r) {
+    for h in view.headlines() {
         let _ = writeln!(s, "<li>{}</li>", esc(&h));
     }
     s += "</ul></div>\n";
-    if let Some(m) = super::words::multiplicity(r) {
+    if let Some(m) = view.method() {
         let _ = writeln!(s, "<p>{}</p>", esc(&m));
     }
     if !r.warnings.is_empty() {
@@ -60,48 +60,9 @@ pub fn render(r: &Results) -> String {
             let _ = writeln!(s, "<p class=\"warn\">{}</p>", esc(w));
         }
     }
-    if r.rate.is_some() {
-        s += "<h2>Results</h2>\n<p>At a fixed rate: added latency (from each event's intended start) and server CPU against the baseline at the same threads and rate, per block, with 95% confidence intervals; \"noise\" (grey) when an interval spans 0.</p>\n";
-        s += &super::rate::html_tables(r, esc);
-    } else {
-        s += "<h2>Results</h2>\n<p>Overhead = 100 × (1 − qps<sub>variant</sub> / qps<sub>baseline</sub>) from block-paired ratios, with a 95% confidence interval; \"within noise\" when the interval spans 0.</p>\n";
-    }
-    for t in charts::thread_counts(r)
-        .into_iter()
-        .filter(|_| r.rate.is_none())
-    {
-        let _ = writeln!(
-            s,
-            "<h3>{t} client thread{}</h3>\n<table><tr><th>variant</th><th>qps (median)</th><th>blocks</th><th>overhead [95% CI]</th><th>p95 ms</th><th>server CPU µs/query</th><th>Δ server CPU µs/query [95% CI]</th><th>log bytes/query</th></tr>",
-            if t == 1 { "" } else { "s" }
-        );
-        for c in r.cells.iter().filter(|c| c.threads == t) {
-            let class = match &c.overhead {
-                Some(o) if o.significant => "sig",
-                Some(_) => "noise",
-                None => "",
-            };
-            let delta = c
-                .server_cpu_delta_us
-                .as_ref()
-                .map(|d| Interval::estimate(d).to_string())
-                .unwrap_or_else(|| "–".into());
-            let _ = writeln!(
-                s,
-                "<tr><td>{}</td><td>{:.0}</td><td>{}</td><td class=\"{class}\">{}</td><td>{:.3}</td><td>{}</td><td>{delta}</td><td>{}</td></tr>",
-                esc(&c.variant),
-                c.qps_median,
-                c.trials.len(),
-                esc(&overhead_text(c)),
-                c.p95_ms_median,
-                f1(c.server_cpu_us_per_query_median),
-                f1(c.log_bytes_per_query_median)
-            );
-        }
-        s += "</table>\n";
-    }
+    s += &view.html();
     s += "<h2>Charts</h2>\n<div class=\"charts\">\n";
-    for c in charts::all(r) {
+    for c in view.charts() {
         let _ = writeln!(s, "<figure id=\"chart-{}\">{}</figure>", c.name, c.svg);
     }
     s += "</div>\n<h2>Variants</h2>\n<table><tr><th>variant</th><th>settings</th></tr>\n";
@@ -177,5 +138,43 @@ pub fn render(r: &Results) -> String {
     s += "</table>\n<details><summary>Every trial</summary>\n<pre>";
     s += &esc(&super::csv::render(r));
     s += "</pre></details>\n<p style=\"color:#888\">Made by dbtax. This page loads nothing from the network.</p>\n</body></html>\n";
+    s
+}
+
+/// Closed loop's results: what the overhead is, then one table per thread count.
+pub(super) fn by_threads(r: &Results) -> String {
+    let mut s = String::new();
+    s += "<h2>Results</h2>\n<p>Overhead = 100 × (1 − qps<sub>variant</sub> / qps<sub>baseline</sub>) from block-paired ratios, with a 95% confidence interval; \"within noise\" when the interval spans 0.</p>\n";
+    for t in charts::thread_counts(r) {
+        let _ = writeln!(
+            s,
+            "<h3>{t} client thread{}</h3>\n<table><tr><th>variant</th><th>qps (median)</th><th>blocks</th><th>overhead [95% CI]</th><th>p95 ms</th><th>server CPU µs/query</th><th>Δ server CPU µs/query [95% CI]</th><th>log bytes/query</th></tr>",
+            if t == 1 { "" } else { "s" }
+        );
+        for c in r.cells.iter().filter(|c| c.threads == t) {
+            let class = match &c.overhead {
+                Some(o) if o.significant => "sig",
+                Some(_) => "noise",
+                None => "",
+            };
+            let delta = c
+                .server_cpu_delta_us
+                .as_ref()
+                .map(|d| Interval::estimate(d).to_string())
+                .unwrap_or_else(|| "–".into());
+            let _ = writeln!(
+                s,
+                "<tr><td>{}</td><td>{:.0}</td><td>{}</td><td class=\"{class}\">{}</td><td>{:.3}</td><td>{}</td><td>{delta}</td><td>{}</td></tr>",
+                esc(&c.variant),
+                c.qps_median,
+                c.trials.len(),
+                esc(&overhead_text(c)),
+                c.p95_ms_median,
+                f1(c.server_cpu_us_per_query_median),
+                f1(c.log_bytes_per_query_median)
+            );
+        }
+        s += "</table>\n";
+    }
     s
 }

@@ -10,6 +10,7 @@ pub mod interval;
 pub mod rate;
 pub mod svg;
 pub mod table;
+pub mod view;
 pub mod words;
 
 use crate::results::Results;

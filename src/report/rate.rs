@@ -4,10 +4,40 @@
 
 use super::charts::{Chart, series_over};
 use super::interval::Interval;
-use super::svg::{Axes, bar_chart, line_chart};
+use super::svg::{Axes, bar_chart, esc, line_chart};
+use super::view::View;
 use super::words::{capitalize, phrase, plural};
 use crate::results::{Cell, Estimate, Results};
 use std::fmt::Write;
+
+/// A run at a rate, as every renderer shows it.
+pub struct RateView<'a>(pub &'a Results);
+
+impl View for RateView<'_> {
+    fn headlines(&self) -> Vec<String> {
+        headlines(self.0)
+    }
+
+    fn method(&self) -> Option<String> {
+        method(self.0)
+    }
+
+    fn table(&self, width: usize) -> String {
+        table(self.0, width)
+    }
+
+    fn html(&self) -> String {
+        "<h2>Results</h2>\n<p>At a fixed rate: added latency (from each event's intended start) \
+         and server CPU against the baseline at the same threads and rate, per block, with 95% \
+         confidence intervals; \"noise\" (grey) when an interval spans 0.</p>\n"
+            .to_string()
+            + &html_tables(self.0)
+    }
+
+    fn charts(&self) -> Vec<Chart> {
+        charts(self.0)
+    }
+}
 
 /// One load point: a thread count and a rate level, in the order they were planned.
 #[derive(Debug, Clone, PartialEq)]
@@ -86,7 +116,7 @@ fn load_words(c: &Cell) -> String {
 }
 
 /// One sentence per variant and rate level, at the headline thread count.
-pub fn headlines(r: &Results) -> Vec<String> {
+fn headlines(r: &Results) -> Vec<String> {
     let mut out = vec![];
     let pts: Vec<Point> = points(r)
         .into_iter()
@@ -167,7 +197,7 @@ fn join_and(parts: &[String]) -> String {
 }
 
 /// How the rate-mode intervals were made, for the reader.
-pub fn method(r: &Results) -> Option<String> {
+fn method(r: &Results) -> Option<String> {
     let rr = r.rate.as_ref()?;
     let mut s = format!(
         "Open loop: {} arrivals at each rate; latency is measured from each event's intended \
@@ -214,7 +244,7 @@ fn saturation(c: &Cell) -> &'static str {
 }
 
 /// The terminal table's sections: one per load point.
-pub fn table(r: &Results, width: usize) -> String {
+fn table(r: &Results, width: usize) -> String {
     let mut s = String::new();
     for p in points(r) {
         let _ = writeln!(
@@ -273,7 +303,7 @@ fn is_baseline(r: &Results, c: &Cell) -> bool {
 }
 
 /// The HTML tables: one per load point.
-pub fn html_tables(r: &Results, esc: impl Fn(&str) -> String) -> String {
+fn html_tables(r: &Results) -> String {
     let mut s = String::new();
     for p in points(r) {
         let _ = writeln!(
@@ -328,7 +358,7 @@ pub fn html_tables(r: &Results, esc: impl Fn(&str) -> String) -> String {
 }
 
 /// The charts of a rate-mode run, each against load (the points, in order).
-pub fn charts(r: &Results) -> Vec<Chart> {
+fn charts(r: &Results) -> Vec<Chart> {
     let pts = points(r);
     let several = pts.iter().any(|p| p.threads != pts[0].threads);
     let ticks: Vec<String> = pts.iter().map(|p| p.tick(several)).collect();

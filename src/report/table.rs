@@ -18,8 +18,6 @@ pub fn overhead_text(c: &Cell) -> String {
 
 /// Render the results as a plain-text table.
 pub fn render(r: &Results) -> String {
-    let mut threads: Vec<u32> = r.cells.iter().map(|c| c.threads).collect();
-    threads.dedup();
     let mut s = format!(
         "\n{} — {} on {} ({}){}\n",
         r.name,
@@ -38,19 +36,48 @@ pub fn render(r: &Results) -> String {
         .max()
         .unwrap_or(7)
         .max(7);
-    let timed = r.queries_per_trial.is_some();
     if let Some(n) = r.queries_per_trial {
         s += &format!("\nEach trial ran {n} statements; 'time s' is its total time (median).\n");
     }
-    if r.rate.is_some() {
-        s += &super::rate::table(r, width);
+    let view = super::view::of(r);
+    s += &view.table(width);
+    let words = view.headlines();
+    if !words.is_empty() {
+        s += "\n";
+        for h in words {
+            s += &format!("{h}\n");
+        }
     }
+    if let Some(m) = view.method() {
+        s += &format!("\n{m}\n");
+    }
+    if let Some(c) = &r.carry_over_pct {
+        s += &format!(
+            "Carry-over (a trial right after a feature's trial, slower by): {}; the overheads are corrected for it.\n",
+            super::interval::Interval::estimate(c)
+        );
+    }
+    if let Some(a) = super::agents::summary(r) {
+        s += &format!("\n{a}");
+    }
+    for w in &r.warnings {
+        s += &format!("\nwarning: {w}\n");
+    }
+    s
+}
+
+/// Closed loop's sections: one per thread count.
+pub(super) fn by_threads(r: &Results, width: usize) -> String {
+    let mut s = String::new();
+    let mut threads: Vec<u32> = r.cells.iter().map(|c| c.threads).collect();
+    threads.dedup();
+    let timed = r.queries_per_trial.is_some();
     // A WAL column when some variant writes one (PostgreSQL; MySQL with its binary log).
     let wal = r
         .cells
         .iter()
         .any(|c| c.wal_bytes_per_query_median.is_some_and(|w| w > 0.0));
-    for t in threads.into_iter().filter(|_| r.rate.is_none()) {
+    for t in threads {
         s += &format!("\nthreads {t}\n");
         s += &format!(
             "  {:<width$} {:>10} {:>6}  {:<46} {:>8} {:>13} {:>9}{}{}\n",
@@ -97,28 +124,6 @@ pub fn render(r: &Results) -> String {
                 }
             }
         }
-    }
-    let words = super::words::headlines(r);
-    if !words.is_empty() {
-        s += "\n";
-        for h in words {
-            s += &format!("{h}\n");
-        }
-    }
-    if let Some(m) = super::words::multiplicity(r) {
-        s += &format!("\n{m}\n");
-    }
-    if let Some(c) = &r.carry_over_pct {
-        s += &format!(
-            "Carry-over (a trial right after a feature's trial, slower by): {}; the overheads are corrected for it.\n",
-            super::interval::Interval::estimate(c)
-        );
-    }
-    if let Some(a) = super::agents::summary(r) {
-        s += &format!("\n{a}");
-    }
-    for w in &r.warnings {
-        s += &format!("\nwarning: {w}\n");
     }
     s
 }

@@ -35,14 +35,21 @@ pub fn plural(t: u32) -> &'static str {
     if t == 1 { "thread" } else { "threads" }
 }
 
+/// The answer in words, one sentence per variant (the run's view says how).
+pub fn headlines(r: &Results) -> Vec<String> {
+    super::view::of(r).headlines()
+}
+
+/// How `significant` was decided, for the reader of a table or a report.
+pub fn multiplicity(r: &Results) -> Option<String> {
+    super::view::of(r).method()
+}
+
 /// One sentence per non-baseline variant, about the thread count fixed before the run
 /// (`headline_threads`, else the highest): never picked from the results. A cost or a gain is
 /// claimed only when Holm's adjusted test says so; when the robust estimate tells another
 /// story than the mean (outlier blocks), the sentence uses the robust one and says why.
-pub fn headlines(r: &Results) -> Vec<String> {
-    if r.rate.is_some() {
-        return super::rate::headlines(r);
-    }
+pub(super) fn closed_loop_headlines(r: &Results) -> Vec<String> {
     r.variants
         .iter()
         .skip(1)
@@ -161,11 +168,8 @@ pub fn headlines(r: &Results) -> Vec<String> {
         .collect()
 }
 
-/// How `significant` was decided, for the reader of a table or a report.
-pub fn multiplicity(r: &Results) -> Option<String> {
-    if r.rate.is_some() {
-        return super::rate::method(r);
-    }
+/// How `significant` was decided in closed loop.
+pub(super) fn closed_loop_method(r: &Results) -> Option<String> {
     (r.intervals > 1).then(|| {
         format!(
             "\"Within noise\": the 95% interval spans 0, or Holm's adjustment over the {} \
@@ -175,6 +179,7 @@ pub fn multiplicity(r: &Results) -> Option<String> {
         )
     })
 }
+
 /// The first letter in upper case.
 pub fn capitalize(s: &str) -> String {
     let mut c = s.chars();

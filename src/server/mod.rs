@@ -15,10 +15,11 @@ pub mod postgres;
 pub mod url;
 pub mod value;
 
+pub use crate::error::ServerLost;
 use crate::error::usage;
 use crate::results::TargetInfo;
-use crate::rng::Rng;
-use crate::workload::{PreparedWorkload, Workload};
+use crate::workload::session::{DbError, Kind, Session};
+use crate::workload::{Client, PreparedWorkload, Workload, WorkloadKind};
 pub use admin::{Admin, Held, Plugins, Settings, Support, SupportContext};
 use anyhow::{Context, Result};
 use catalog::Feature;
@@ -66,37 +67,32 @@ pub struct ServerConfig {
     pub managed: ManagedConfig,
 }
 
-/// A failed event, as the worker loop needs to see it.
-#[derive(Debug, Clone)]
-pub struct ClientError {
-    /// The server's message, without driver prefixes (errors are counted by it).
-    pub message: String,
-    /// The connection is gone (reconnect), as opposed to one statement failing.
-    pub lost: bool,
+/// Makes client connections, their workload's statements prepared; workers call it again to
+/// reconnect.
+pub trait Connector: Sync {
+    /// A new client.
+    fn connect(&self) -> Result<Client, DbError>;
 }
 
-impl std::fmt::Display for ClientError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.message)
+/// Clients of one server, in dbtax's schema, running one prepared workload.
+struct SessionConnector<'a> {
+    engine: &'a dyn Engine,
+    schema: &'a str,
+    workload: &'a PreparedWorkload,
+}
+
+impl Connector for SessionConnector<'_> {
+    fn connect(&self) -> Result<Client, DbError> {
+        let session = self.engine.session(Some(self.schema))?;
+        Client::new(session, self.workload).map_err(|e| match e.kind {
+            Kind::Lost => e,
+            _ => DbError {
+                kind: Kind::Refused,
+                ..e.during("preparing the workload's statements")
+            },
+        })
     }
 }
-
-/// One client connection with its workload's statements prepared.
-pub trait Client: Send {
-    /// Run one event (a statement, or a transaction); returns the statements executed.
-    fn event(&mut self, rng: &mut Rng) -> Result<u32, ClientError>;
-}
-
-/// Makes client connections; workers call it again to reconnect.
-pub trait Connector: Sync {
-    /// A new connection, statements prepared.
-    fn connect(&self) -> Result<Box<dyn Client>, ClientError>;
-}
-
-/// The server stopped answering (its connection is gone), as opposed to refusing a statement.
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct ServerLost(pub String);
 
 /// One engine's way of reaching, preparing and restarting a server it has opened.
 pub trait Engine: Send + Sync {
@@ -106,12 +102,13 @@ pub trait Engine: Send + Sync {
     fn feature(&self, name: &str) -> Option<Feature>;
     /// A new admin connection (no default database).
     fn admin(&self) -> Result<Box<dyn Admin>>;
-    /// Client connections in `schema` running `workload`.
-    fn connector<'a>(
-        &'a self,
-        schema: &str,
-        workload: &'a PreparedWorkload,
-    ) -> Box<dyn Connector + 'a>;
+    /// A client connection in `schema` (None: no default database, for checks before dbtax's
+    /// schema exists).
+    fn session(&self, schema: Option<&str>) -> Result<Box<dyn Session>, DbError>;
+    /// Refuse a workload this engine cannot run (bad input, before anything changes).
+    fn accepts(&self, _workload: &Workload) -> Result<()> {
+        Ok(())
+    }
     /// Create the schema and the workload's tables when absent (reuse sysbench's), run
     /// setup SQL; progress goes to `say`. Bad input (a failing setup statement) is a usage
     /// error.
@@ -121,10 +118,6 @@ pub trait Engine: Send + Sync {
         workload: &Workload,
         say: &mut dyn FnMut(&str),
     ) -> Result<PreparedWorkload>;
-    /// Check the workload's own statements without running them (syntax errors are usage
-    /// errors). `tables_ready`: the tables they use exist (after `prepare`).
-    fn check_statements(&self, schema: &str, workload: &Workload, tables_ready: bool)
-    -> Result<()>;
     /// The server's pid and datadir when it runs on this machine and can be found.
     fn locate(&self) -> (Option<u32>, Option<PathBuf>);
     /// Managed targets: restart with these extra options.
@@ -255,7 +248,11 @@ impl Server {
 
     /// Client connections for a prepared workload, in dbtax's schema.
     pub fn connector<'a>(&'a self, workload: &'a PreparedWorkload) -> Box<dyn Connector + 'a> {
-        self.engine.connector(&self.schema, workload)
+        Box::new(SessionConnector {
+            engine: self.engine.as_ref(),
+            schema: &self.schema,
+            workload,
+        })
     }
 
     /// Create the workload's tables when absent, run its setup; progress goes to `say`.
@@ -265,14 +262,27 @@ impl Server {
         say: &mut dyn FnMut(&str),
     ) -> Result<PreparedWorkload> {
         workload.validate()?;
+        self.engine.accepts(workload)?;
         let prepared = self.engine.prepare(&self.schema, workload, say)?;
-        self.engine.check_statements(&self.schema, workload, true)?;
+        self.check_queries(workload, true)?;
         Ok(prepared)
     }
 
     /// Check the workload's statements before anything is created (preflight).
     pub fn check_statements(&self, workload: &Workload) -> Result<()> {
-        self.engine.check_statements(&self.schema, workload, false)
+        self.engine.accepts(workload)?;
+        self.check_queries(workload, false)
+    }
+
+    /// The query workload's statements, prepared and not run: before the tables exist (no
+    /// schema yet: only syntax counts), or after.
+    fn check_queries(&self, workload: &Workload, tables_ready: bool) -> Result<()> {
+        if workload.kind != WorkloadKind::Query {
+            return Ok(());
+        }
+        let schema = tables_ready.then_some(self.schema.as_str());
+        let mut session = self.engine.session(schema).map_err(DbError::into_anyhow)?;
+        crate::workload::query::check(session.as_mut(), &workload.queries, tables_ready)
     }
 
     /// Server CPU time so far (µs) when the server's process is local.

@@ -1,10 +1,18 @@
-//! What each client does in a loop, described without a server: the kind, the sbtest tables,
-//! the statements. Each engine prepares the tables and runs the statements its own way
-//! (`server::mysql::oltp` follows sysbench's oltp_*.lua scripts statement for statement).
+//! What each client does in a loop, described once for every engine: the kind, the tables,
+//! the scripts (`oltp`: sysbench's, `pgbench`: pgbench's built-ins, `query`: the user's
+//! statements), written against a `Session` (`session`) that each engine implements. An
+//! engine prepares the tables and executes statements; it never holds a script.
+
+pub mod oltp;
+pub mod pgbench;
+pub mod query;
+pub mod session;
 
 use crate::error::usage;
+use crate::rng::Rng;
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
+use session::{DbError, Session};
 
 /// The kinds of workload (`--workload`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -192,60 +200,42 @@ impl Workload {
     }
 }
 
-/// sbtest1..N as every engine prepares them: `max_id(t)` reads table t's largest id (None:
-/// the table is absent); the absent ones are made by `create(t)`, in parallel, with `size`
-/// rows each; an existing empty table is refused. `schema` names where they are, for the
-/// messages (`in schema 'dbtax'`), `prefix` a table's qualifier (`dbtax.`); progress goes to
-/// `say`. Returns each table's largest id and whether dbtax made it.
-pub fn prepare_sbtest(
-    (tables, size): (u32, u64),
-    (schema, prefix): (&str, &str),
-    say: &mut dyn FnMut(&str),
-    mut max_id: impl FnMut(u32) -> Result<Option<u64>>,
-    create: impl Fn(u32) -> Result<()> + Sync,
-) -> Result<(Vec<u64>, Vec<bool>)> {
-    let mut max_ids = vec![0u64; tables as usize];
-    let mut missing = vec![];
-    for t in 1..=tables {
-        match max_id(t)? {
-            Some(m) => max_ids[t as usize - 1] = m,
-            None => missing.push(t),
+/// One client: a session with its workload's statements prepared.
+pub struct Client {
+    session: Box<dyn Session>,
+    script: Script,
+}
+
+/// The script a client runs.
+enum Script {
+    Oltp(oltp::OltpScript),
+    Pgbench(pgbench::PgbenchScript),
+    Query(query::QueryScript),
+}
+
+impl Client {
+    /// Prepare the workload's statements on `session`.
+    pub fn new(mut session: Box<dyn Session>, w: &PreparedWorkload) -> Result<Client, DbError> {
+        let s = session.as_mut();
+        let script = match w.workload.kind {
+            WorkloadKind::Query => Script::Query(query::QueryScript::new(&w.workload.queries)),
+            k if k.is_pgbench() => {
+                Script::Pgbench(pgbench::PgbenchScript::new(s, k, w.scale.unwrap_or(1))?)
+            }
+            k => Script::Oltp(oltp::OltpScript::new(s, k, &w.max_ids)?),
+        };
+        Ok(Client { session, script })
+    }
+
+    /// Run one event (a statement, or a transaction); returns the statements executed.
+    pub fn event(&mut self, rng: &mut Rng) -> Result<u32, DbError> {
+        let s = self.session.as_mut();
+        match &mut self.script {
+            Script::Oltp(o) => o.event(s, rng),
+            Script::Pgbench(p) => p.event(s, rng),
+            Script::Query(q) => q.event(s),
         }
     }
-    if !missing.is_empty() {
-        say(&format!(
-            "Preparing {} sbtest table(s) of {size} rows {schema}...",
-            missing.len()
-        ));
-    }
-    let create = &create;
-    let results: Vec<Result<()>> = std::thread::scope(|s| {
-        let handles: Vec<_> = missing
-            .iter()
-            .map(|&t| s.spawn(move || create(t)))
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err(anyhow::anyhow!("prepare thread panicked")))
-            })
-            .collect()
-    });
-    for r in results {
-        r?;
-    }
-    for &t in &missing {
-        max_ids[t as usize - 1] = size;
-    }
-    if let Some(t) = max_ids.iter().position(|&m| m == 0) {
-        return Err(usage(format!(
-            "table {prefix}sbtest{} exists but is empty: drop it or run `sysbench ... prepare` again",
-            t + 1
-        )));
-    }
-    let created = (1..=tables).map(|t| missing.contains(&t)).collect();
-    Ok((max_ids, created))
 }
 
 /// Split a SQL text into statements on `;` outside quotes (for `--query` and files).

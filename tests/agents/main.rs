@@ -407,6 +407,46 @@ fn an_agent_that_cannot_reach_the_server_is_bad_input(ctx: &Ctx) {
     assert_eq!(ctx.journals(), 0);
 }
 
+/// An agent whose measured window closes before the coordinator's (its clock moved after
+/// hello, or the coordinator is late on busy cores) reports while the coordinator still
+/// waits: the report is kept and used, not taken for a protocol error.
+fn an_agent_that_reports_before_the_window_ends_is_kept(ctx: &Ctx) {
+    let early = ctx.work.join("early-dbtax");
+    std::fs::write(
+        &early,
+        format!(
+            "#!/bin/sh\nDBTAX_TEST_AGENT_EARLY_MS=250 exec {} \"$@\"\n",
+            ctx.agent_bin.display()
+        ),
+    )
+    .unwrap();
+    Command::new("chmod")
+        .arg("755")
+        .arg(&early)
+        .status()
+        .unwrap();
+    let slow = ctx.var("slow_query_log");
+    let agents = format!("{},{}", ctx.agent(), ctx.agent());
+    let mut args = ctx.run_args("t_agents", &agents, "3", "early");
+    let n = args.len();
+    args[n - 1] = early.display().to_string();
+    let o = ctx.run(&args);
+    ok(&o);
+    let v = validate_results(&ctx.work.join("early/results.json"));
+    assert_eq!(v["complete"], true);
+    check_trials_are_their_agents_sums(&v, 2);
+    // Each agent closed its window a quarter of a second early: the skew says so.
+    for c in v["cells"].as_array().unwrap() {
+        for t in c["trials"].as_array().unwrap() {
+            assert!(t["agent_skew_ms"].as_f64().unwrap() >= 200.0, "{t}");
+            assert_eq!(t["skewed"], true, "{t}");
+        }
+    }
+    assert_eq!(ctx.var("slow_query_log"), slow);
+    assert_eq!(ctx.journals(), 0);
+    assert!(ctx.agent_pids().is_empty(), "agents left running");
+}
+
 fn a_killed_agent_stops_the_run_and_settings_come_back(ctx: &Ctx) {
     let slow = ctx.var("slow_query_log");
     assert_eq!(slow, "0");
@@ -454,6 +494,7 @@ fn main() {
             a_rate_is_split_across_agents_and_held,
             an_agent_of_another_version_is_refused,
             an_agent_that_cannot_reach_the_server_is_bad_input,
+            an_agent_that_reports_before_the_window_ends_is_kept,
             a_killed_agent_stops_the_run_and_settings_come_back,
             netns::an_agent_in_another_network_namespace_loads_over_the_wire,
         ],

@@ -5,17 +5,17 @@
 
 pub mod admin;
 pub mod catalog;
-pub mod client;
 pub mod managed;
-pub mod oltp;
-pub mod query;
+pub mod session;
+pub mod tables;
 pub mod url;
 
 use super::catalog::Feature;
 use super::engines::{CpuScope, EngineDef, Opened};
 use super::url::TargetSpec;
-use super::{Admin, Connector, Engine, ManagedConfig, ServerLost};
+use super::{Admin, Engine, ManagedConfig, ServerLost};
 use crate::error::usage;
+use crate::workload::session::{DbError, Session};
 use crate::workload::{PreparedWorkload, Workload, WorkloadKind};
 use managed::ManagedServer;
 use std::path::PathBuf;
@@ -155,21 +155,27 @@ impl Engine for MysqlEngine {
         Ok(Box::new(admin::MysqlAdmin::new(self.conn(None)?)))
     }
 
-    fn connector<'a>(
-        &'a self,
-        schema: &str,
-        workload: &'a PreparedWorkload,
-    ) -> Box<dyn Connector + 'a> {
-        Box::new(client::MysqlConnector {
-            opts: self
-                .base_opts
-                .clone()
-                .db_name(Some(schema.to_string()))
-                .read_timeout(Some(CLIENT_TIMEOUT))
-                .write_timeout(Some(CLIENT_TIMEOUT))
-                .into(),
-            workload,
-        })
+    fn session(&self, schema: Option<&str>) -> Result<Box<dyn Session>, DbError> {
+        let opts = self
+            .base_opts
+            .clone()
+            .db_name(schema.map(str::to_string))
+            .read_timeout(Some(CLIENT_TIMEOUT))
+            .write_timeout(Some(CLIENT_TIMEOUT));
+        Ok(Box::new(session::MysqlSession::connect(opts.into())?))
+    }
+
+    /// pgbench's scripts are PostgreSQL's: refused here with what to use instead.
+    fn accepts(&self, workload: &Workload) -> Result<()> {
+        if workload.kind.is_pgbench() {
+            return Err(usage(format!(
+                "the {} workload is pgbench's and runs on PostgreSQL targets only; on \
+                 MariaDB/MySQL use point-select, read-only, read-write, insert or query. \
+                 Nothing was changed",
+                workload.kind.name()
+            )));
+        }
+        Ok(())
     }
 
     fn prepare(
@@ -178,15 +184,15 @@ impl Engine for MysqlEngine {
         workload: &Workload,
         say: &mut dyn FnMut(&str),
     ) -> Result<PreparedWorkload> {
-        refuse_pgbench(workload)?;
         self.ensure_schema(schema)?;
         let conn = || self.conn(Some(schema));
         let (max_ids, created) = match workload.kind {
             WorkloadKind::Query => {
-                query::run_setup(&mut conn()?, &workload.setup)?;
+                let mut s = self.session(Some(schema)).map_err(DbError::into_anyhow)?;
+                crate::workload::query::run_setup(s.as_mut(), &workload.setup)?;
                 (vec![], vec![])
             }
-            _ => oltp::prepare_tables(&conn, schema, workload.tables, workload.table_size, say)?,
+            _ => tables::prepare_tables(&conn, schema, workload.tables, workload.table_size, say)?,
         };
         Ok(PreparedWorkload {
             workload: workload.clone(),
@@ -194,25 +200,6 @@ impl Engine for MysqlEngine {
             created,
             scale: None,
         })
-    }
-
-    fn check_statements(
-        &self,
-        schema: &str,
-        workload: &Workload,
-        tables_ready: bool,
-    ) -> Result<()> {
-        refuse_pgbench(workload)?;
-        if workload.kind != WorkloadKind::Query {
-            return Ok(());
-        }
-        // Before `prepare` the schema may not exist yet: check syntax without it.
-        let mut conn = if tables_ready {
-            self.conn(Some(schema))?
-        } else {
-            self.conn(None)?
-        };
-        query::check(&mut conn, &workload.queries, tables_ready)
     }
 
     fn locate(&self) -> (Option<u32>, Option<PathBuf>) {
@@ -255,18 +242,6 @@ impl Engine for MysqlEngine {
             (None, None) => unreachable!("a server is managed or has a URL"),
         }
     }
-}
-
-/// pgbench's scripts are PostgreSQL's: refused here with what to use instead.
-fn refuse_pgbench(workload: &Workload) -> Result<()> {
-    if workload.kind.is_pgbench() {
-        return Err(usage(format!(
-            "the {} workload is pgbench's and runs on PostgreSQL targets only; on MariaDB/MySQL \
-             use point-select, read-only, read-write, insert or query. Nothing was changed",
-            workload.kind.name()
-        )));
-    }
-    Ok(())
 }
 
 /// For a user's server: is its process on this machine? Only for sockets and loopback hosts,

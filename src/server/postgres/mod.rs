@@ -7,16 +7,17 @@
 
 pub mod admin;
 pub mod catalog;
-pub mod client;
 pub mod managed;
+pub mod session;
 pub mod tables;
 pub mod url;
 
 use super::catalog::Feature;
 use super::engines::{CpuScope, EngineDef, Opened};
 use super::url::TargetSpec;
-use super::{Admin, Connector, Engine, ManagedConfig, ServerLost};
+use super::{Admin, Engine, ManagedConfig, ServerLost};
 use crate::error::usage;
+use crate::workload::session::{DbError, Session};
 use crate::workload::{PreparedWorkload, Workload, WorkloadKind};
 use anyhow::Result;
 use managed::PgManaged;
@@ -163,15 +164,18 @@ impl Engine for PgEngine {
         Ok(Box::new(admin::PgAdmin::new(conn, base)))
     }
 
-    fn connector<'a>(
-        &'a self,
-        schema: &str,
-        workload: &'a PreparedWorkload,
-    ) -> Box<dyn Connector + 'a> {
-        Box::new(client::PgConnector {
-            config: self.config(schema),
-            workload,
-        })
+    /// In dbtax's database; without one, where admin connections go (the maintenance
+    /// database, else the URL's).
+    fn session(&self, schema: Option<&str>) -> Result<Box<dyn Session>, DbError> {
+        let first = session::PgSession::connect(&self.config(schema.unwrap_or(ADMIN_DB)));
+        let url_db = self.url.as_ref().and_then(|u| u.db.as_deref());
+        let s = match (first, schema, url_db) {
+            (Err(_), None, Some(db)) if db != ADMIN_DB => {
+                session::PgSession::connect(&self.config(db))?
+            }
+            (first, _, _) => first?,
+        };
+        Ok(Box::new(s))
     }
 
     fn prepare(
@@ -184,7 +188,8 @@ impl Engine for PgEngine {
         let mut conn = self.connect(schema).map_err(db_error)?;
         let (max_ids, created, scale) = match workload.kind {
             WorkloadKind::Query => {
-                client::run_setup(&mut conn, &workload.setup)?;
+                let mut s = self.session(Some(schema)).map_err(DbError::into_anyhow)?;
+                crate::workload::query::run_setup(s.as_mut(), &workload.setup)?;
                 (vec![], vec![], None)
             }
             k if k.is_pgbench() => {
@@ -208,24 +213,6 @@ impl Engine for PgEngine {
             created,
             scale,
         })
-    }
-
-    fn check_statements(
-        &self,
-        schema: &str,
-        workload: &Workload,
-        tables_ready: bool,
-    ) -> Result<()> {
-        if workload.kind != WorkloadKind::Query {
-            return Ok(());
-        }
-        let mut conn = if tables_ready {
-            self.connect(schema)
-        } else {
-            self.connect_admin()
-        }
-        .map_err(db_error)?;
-        client::check(&mut conn, &workload.queries, tables_ready)
     }
 
     fn locate(&self) -> (Option<u32>, Option<PathBuf>) {

@@ -4,9 +4,9 @@
 //! indexed inside one transaction: a preparation killed half-way leaves nothing behind.
 
 use super::clean_error;
-use super::client::{ACCOUNTS, TELLERS};
 use crate::error::usage;
 use crate::rng::Rng;
+use crate::workload::pgbench::{ACCOUNTS, TELLERS};
 use anyhow::{Context, Result};
 use std::io::Write;
 
@@ -134,7 +134,7 @@ pub fn prepare_sbtest(
             .get(0);
         Ok(Some(max.unwrap_or(0).max(0) as u64))
     };
-    crate::workload::prepare_sbtest(
+    crate::workload::oltp::prepare_sbtest(
         (tables, size),
         (&format!("in database '{db}'"), ""),
         say,

@@ -1,0 +1,62 @@
+//! The `query` workload: the user's statements in a loop over the simple (text) protocol, as
+//! mysqlslap and psql send them (so `select 1` measures what study 000 measured); its setup
+//! statements; and the check that the server takes the statements before anything changes.
+
+use super::session::{DbError, Kind, Session};
+use crate::error::usage;
+use anyhow::Result;
+
+/// Runs the statement list once per event.
+pub struct QueryScript {
+    statements: Vec<String>,
+}
+
+impl QueryScript {
+    /// A script over these statements.
+    pub fn new(statements: &[String]) -> QueryScript {
+        QueryScript {
+            statements: statements.to_vec(),
+        }
+    }
+
+    /// Run every statement once; returns how many ran.
+    pub fn event(&mut self, s: &mut dyn Session) -> Result<u32, DbError> {
+        for q in &self.statements {
+            s.simple(q)?;
+        }
+        Ok(self.statements.len() as u32)
+    }
+}
+
+/// Run the setup statements once, in dbtax's schema. A failing one is bad input.
+pub fn run_setup(s: &mut dyn Session, setup: &[String]) -> Result<()> {
+    for q in setup {
+        s.simple(q).map_err(|e| match e.kind {
+            Kind::Lost => e.into_anyhow(),
+            _ => usage(format!("setup statement failed: {q}: {}", e.message)),
+        })?;
+    }
+    Ok(())
+}
+
+/// Check each statement by preparing it: nothing runs. Before the tables exist
+/// (`tables_ready` false) only syntax errors count; after, every error does, except a
+/// statement the server will not prepare (it still runs over the text protocol).
+pub fn check(s: &mut dyn Session, statements: &[String], tables_ready: bool) -> Result<()> {
+    for q in statements {
+        match s.prepare(q) {
+            Ok(_) => {}
+            Err(e) if e.kind == Kind::Lost => return Err(e.into_anyhow()),
+            Err(e) if e.kind == Kind::NotPreparable => {}
+            Err(e) if !tables_ready && e.kind != Kind::Syntax => {}
+            Err(e) => {
+                return Err(usage(format!(
+                    "the query workload's statement `{q}` is refused by the server: {}. \
+                     Nothing was changed",
+                    e.message
+                )));
+            }
+        }
+    }
+    Ok(())
+}
