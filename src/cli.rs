@@ -100,7 +100,9 @@ change and restored at exit, on error and on Ctrl-C; `dbtax restore` after a kil
     /// Put back every setting an interrupted run changed (after kill -9 or a crash).
     #[command(after_help = "Examples:
   dbtax restore --target 'mysql://root:pw@127.0.0.1:3306/'
-  dbtax restore --list       show the journals that are waiting")]
+  dbtax restore --list       show the journals that are waiting
+  dbtax restore --target 'postgres://postgres@/app?host=/run/postgresql' \
+      --restart-cmd 'systemctl restart postgresql'   after a kill -9 during a restart-only variant")]
     Restore(RestoreArgs),
 }
 
@@ -162,7 +164,8 @@ pub struct BenchArgs {
     #[command(flatten)]
     pub workload: WorkloadArgs,
     /// Client threads, one connection each.
-    #[arg(long, short = 'c', default_value_t = 8)]
+    #[arg(long, short = 'c', default_value_t = 8, allow_negative_numbers = true,
+          value_parser = crate::units::threads)]
     pub threads: u32,
     /// Measured time, e.g. 10s, 500ms, 2m.
     #[arg(long, short = 'd', default_value = "10s", value_parser = crate::units::duration)]
@@ -239,6 +242,10 @@ pub struct RunArgs {
     /// Run a preset (see `dbtax presets`). Flags override its fields.
     #[arg(long, short = 'p')]
     pub preset: Option<String>,
+    /// The experiment's name (results folder, report title); default: the file's, the
+    /// preset's, or made from the variants (`general-log-slow-log-vs-off`).
+    #[arg(long)]
+    pub name: Option<String>,
     /// With --preset: a small version that takes about two minutes.
     #[arg(long, requires = "preset", conflicts_with = "full")]
     pub quick: bool,
@@ -260,7 +267,8 @@ pub struct RunArgs {
     #[arg(long = "feature", short = 'f', value_name = "NAME")]
     pub features: Vec<String>,
     /// Thread counts, e.g. 1,4,16,64.
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, value_delimiter = ',', allow_negative_numbers = true,
+          value_parser = crate::units::threads)]
     pub threads: Option<Vec<u32>>,
     /// Measured time per trial.
     #[arg(long, value_parser = crate::units::duration)]
@@ -347,6 +355,10 @@ pub struct RestoreArgs {
     /// List pending journals instead of restoring.
     #[arg(long)]
     pub list: bool,
+    /// When the interrupted run had restarted the server with restart-only options: a shell
+    /// command that restarts it (given no options in $DBTAX_SERVER_OPTS), to finish the job.
+    #[arg(long, value_name = "CMD")]
+    pub restart_cmd: Option<String>,
 }
 
 /// `dbtax report`.

@@ -34,6 +34,20 @@ pub fn host_info() -> HostInfo {
     }
 }
 
+/// 128 random bits as hex, from the kernel (a server's identity stamp: no two servers may
+/// ever share one).
+pub fn random_id() -> String {
+    use std::io::Read;
+    let mut b = [0u8; 16];
+    let read = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut b));
+    if read.is_err() {
+        let mut r = crate::rng::Rng::from_time(std::process::id() as u64);
+        b[..8].copy_from_slice(&r.next_u64().to_le_bytes());
+        b[8..].copy_from_slice(&r.next_u64().to_le_bytes());
+    }
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
 /// This machine's host name.
 pub fn hostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")

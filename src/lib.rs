@@ -12,6 +12,7 @@ pub mod fsync;
 pub mod host;
 pub mod interrupt;
 pub mod load;
+pub mod out;
 pub mod report;
 pub mod results;
 pub mod rng;

@@ -10,7 +10,7 @@ fn main() -> ExitCode {
     match dbtax::commands::dispatch(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("{}", dbtax::error::message(&e));
+            dbtax::errln!("{}", dbtax::error::message(&e));
             ExitCode::from(dbtax::error::exit_code(&e))
         }
     }

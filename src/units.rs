@@ -19,6 +19,14 @@ fn split_unit(s: &str) -> (&str, &str) {
     }
 }
 
+/// A client thread count, 1 to 4096 ("-1" gets these words, not clap's tip about `--`).
+pub fn threads(s: &str) -> Result<u32, String> {
+    match s.trim().parse::<i64>() {
+        Ok(n) if (1..=4096).contains(&n) => Ok(n as u32),
+        _ => Err("--threads must be at least 1 (a whole number of clients, at most 4096)".into()),
+    }
+}
+
 /// Parse "10s", "500ms", "2m", "1h", "1.5s" or a bare number of seconds. Err: what to write.
 pub fn duration(s: &str) -> Result<Duration, String> {
     let (num, unit) = split_unit(s);

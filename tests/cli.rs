@@ -274,3 +274,109 @@ fn bad_rates_are_usage_errors_before_any_server() {
     let bad = write("badrate.toml", "rate = \"lots\"\n");
     fails_with_usage(&["run", bad.to_str().unwrap(), "-t", t], "bad rate 'lots'");
 }
+
+#[test]
+fn bounds_that_make_no_sense_are_usage_errors() {
+    let t = "mysql://root@localhost/?socket=/nonexistent/dbtax.sock";
+    let run = |extra: &[&str], needle: &str| {
+        let mut args = vec!["run", "-t", t, "-f", "slow-log"];
+        args.extend_from_slice(extra);
+        fails_with_usage(&args, needle);
+    };
+    run(&["--repeats", "4294967295"], "at most 1000");
+    run(&["--precision", "3", "--budget", "0s"], "--budget must be");
+    run(&["--precision", "0"], "--precision must be");
+    run(
+        &["--max-log-bytes", "0"],
+        "--max-log-bytes must be more than 0",
+    );
+    run(&["--trial", "2h"], "at most 3600 s");
+    // clap's tip about `-- -1` is not what a user needs to read.
+    let out = dbtax().args(["run", "--threads", "-1"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("whole number"), "{stderr}");
+    assert!(!stderr.contains("-- -1"), "{stderr}");
+}
+
+#[test]
+fn many_features_get_a_name_that_fits_and_name_sets_one() {
+    // Six features made a name over 64 characters ("bad experiment name"); the run must get
+    // as far as the (absent) server.
+    let t = "mysql://root@localhost/?socket=/nonexistent/dbtax.sock";
+    let mut args = vec!["run", "-t", t];
+    for f in [
+        "general-log",
+        "slow-log",
+        "audit",
+        "audit-idle",
+        "binlog-sync",
+        "redo-flush",
+    ] {
+        args.extend(["--feature", f]);
+    }
+    let out = dbtax().args(&args).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("bad experiment name"), "{stderr}");
+    assert!(stderr.contains("cannot connect"), "{stderr}");
+    args.extend(["--name", "my study"]);
+    fails_with_usage(&args, "bad experiment name 'my study'");
+}
+
+#[test]
+fn no_error_shows_a_password() {
+    let secret = "hunter2";
+    for args in [
+        vec!["bench", "--target", "mysql://u:hunter2@h:notaport/"],
+        vec!["bench", "--target", "ftp://u:hunter2@h/"],
+        vec![
+            "bench",
+            "--target",
+            "postgres://u@h/db?password=hunter2&bogus=1",
+        ],
+        vec!["bench", "--target", "mysql://u@h/db?password=hunter2"],
+        vec![
+            "bench",
+            "--target",
+            "postgres://u@/db?host=/nonexistent&password=hunter2",
+        ],
+        vec!["bench", "--target", "postgres://u:hunter2@127.0.0.1:1/db"],
+        vec!["bench", "--target", "mysql://u:hunter2@127.0.0.1:1/"],
+        vec!["restore", "--target", "mysql://u:hunter2@127.0.0.1:1/"],
+        vec![
+            "features",
+            "--target",
+            "postgres://u:hunter2@127.0.0.1:1/db",
+        ],
+        vec![
+            "run",
+            "-f",
+            "slow-log",
+            "--agent-target",
+            "mysql://u:hunter2@h/",
+        ],
+        vec![
+            "run",
+            "-f",
+            "slow-log",
+            "--compare-target",
+            "mysql://u:hunter2@h:x/",
+            "-t",
+            "mysql://v:hunter2@127.0.0.1:1/",
+        ],
+        vec![
+            "bench",
+            "--target",
+            "postgres://u:hunter2@h/db?sslmode=require",
+        ],
+    ] {
+        let out = dbtax().args(&args).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_ne!(out.status.code(), Some(0), "{args:?}");
+        assert!(
+            !stderr.contains(secret),
+            "{args:?} printed the password: {stderr}"
+        );
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    }
+}

@@ -218,3 +218,31 @@ fn a_rate_mode_run_reports_added_latency_and_saturation() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("rate-mode run"));
 }
+
+/// Fewer than 3 paired blocks give no interval: the table, the words and the page say "too
+/// few blocks", never a number like −112% [−262911, +100].
+#[test]
+fn too_few_blocks_are_said_not_computed() {
+    let mut r = fixture("general-log.json");
+    for c in r.cells.iter_mut() {
+        c.trials.truncate(2);
+        if c.variant != r.variants[0].name {
+            c.overhead = None;
+            c.server_cpu_delta_us = None;
+        }
+    }
+    let text = table::render(&r);
+    assert!(text.contains("too few blocks (2)"), "{text}");
+    // The baseline is still the baseline, not a cell short of blocks.
+    let off = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("off "))
+        .unwrap();
+    assert!(off.contains("baseline"), "{off}");
+    let words = dbtax::report::words::headlines(&r);
+    assert!(
+        words.iter().any(|w| w.contains("too few blocks")),
+        "{words:?}"
+    );
+    assert!(html::render(&r).contains("too few blocks (2)"));
+}

@@ -41,7 +41,7 @@ pub fn serve_stdio(remove_binary: bool) -> Result<()> {
                     }
                 }
                 Err(e) => {
-                    eprintln!("dbtax agent: unreadable request ({e}): {line:.200}");
+                    crate::errln!("dbtax agent: unreadable request ({e}): {line:.200}");
                     break;
                 }
             }
@@ -139,7 +139,7 @@ impl Session {
         }
         let server = &self.server.as_ref().expect("opened above").1;
         let connector = server.connector(&p.workload);
-        let clients = connect_clients(connector.as_ref(), p.threads.max(1) as usize)?;
+        let clients = connect_clients(&connector, p.threads.max(1) as usize)?;
         drop(connector);
         let threads = clients.len() as u32;
         self.prepared = Some((p, clients));
@@ -171,24 +171,23 @@ impl Session {
             },
         )?;
         let early = early_close();
-        let (reports, outcome) =
-            with_workers(clients, connector.as_ref(), &plan, p.seed, |shared, t0| {
-                let mut coordinator = Coordinator {
-                    rx,
-                    out: &mut *out,
-                    shared,
-                    last_tick: Instant::now(),
-                };
-                let at = |ns: u64| instant_of(ns, protocol::clock_ns());
-                run_phase(&mut coordinator, Some(at(window.0)), false, None)?;
-                let (cpu0, w0) = (crate::host::self_cpu_us(), protocol::clock_ns());
-                begin_measure(shared, t0, Instant::now());
-                let end = at(window.1);
-                let end = end.checked_sub(early).unwrap_or(end);
-                run_phase(&mut coordinator, Some(end), true, None)?;
-                let (cpu1, w1) = (crate::host::self_cpu_us(), protocol::clock_ns());
-                Ok::<_, anyhow::Error>((cpu1.saturating_sub(cpu0), (w0, w1)))
-            });
+        let (reports, outcome) = with_workers(clients, &connector, &plan, p.seed, |shared, t0| {
+            let mut coordinator = Coordinator {
+                rx,
+                out: &mut *out,
+                shared,
+                last_tick: Instant::now(),
+            };
+            let at = |ns: u64| instant_of(ns, protocol::clock_ns());
+            run_phase(&mut coordinator, Some(at(window.0)), false, None)?;
+            let (cpu0, w0) = (crate::host::self_cpu_us(), protocol::clock_ns());
+            begin_measure(shared, t0, Instant::now());
+            let end = at(window.1);
+            let end = end.checked_sub(early).unwrap_or(end);
+            run_phase(&mut coordinator, Some(end), true, None)?;
+            let (cpu1, w1) = (crate::host::self_cpu_us(), protocol::clock_ns());
+            Ok::<_, anyhow::Error>((cpu1.saturating_sub(cpu0), (w0, w1)))
+        });
         match outcome {
             Ok((cpu_us, w)) => Ok(Some(AgentReport::new(&merge_reports(reports)?, cpu_us, w)?)),
             Err(e) => match e.downcast_ref::<Ended>() {

@@ -14,7 +14,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
     let json = args.json;
     let say = |m: &str| {
         if !json {
-            eprintln!("{m}")
+            crate::errln!("{m}")
         }
     };
     let server = Server::open(&b.server, &[])?;
@@ -77,9 +77,9 @@ pub fn run(args: BenchArgs) -> Result<()> {
             calibration,
             agent_hosts: load.hosts(),
         };
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        crate::outln!("{}", serde_json::to_string_pretty(&out)?);
     } else {
-        print!("{}", summary(&server, &b.workload, plan.threads, &trial));
+        crate::out!("{}", summary(&server, &b.workload, plan.threads, &trial));
     }
     Ok(())
 }

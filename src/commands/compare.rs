@@ -18,11 +18,11 @@ pub fn run(args: CompareArgs) -> Result<()> {
             )));
         }
     }
-    print!("{}", report::compare::render_text(&a, &b));
+    crate::out!("{}", report::compare::render_text(&a, &b));
     if let Some(p) = &args.html {
         std::fs::write(p, report::compare::render_html(&a, &b))
             .with_context(|| format!("writing {}", p.display()))?;
-        eprintln!("Wrote {}", p.display());
+        crate::errln!("Wrote {}", p.display());
     }
     Ok(())
 }

@@ -9,10 +9,10 @@ use anyhow::Result;
 pub fn run(args: FeaturesArgs) -> Result<()> {
     if args.offline {
         for engine in engines::all() {
-            println!("{}:", engine.title);
+            crate::outln!("{}:", engine.title);
             for n in engine.feature_names {
                 if let Some(f) = (engine.feature)(n) {
-                    println!("  {:<22} {}", f.name, f.description);
+                    crate::outln!("  {:<22} {}", f.name, f.description);
                 }
             }
         }
@@ -20,7 +20,7 @@ pub fn run(args: FeaturesArgs) -> Result<()> {
     }
     let server = Server::open(&server_config(&args.target, None)?, &[])?;
     let mut admin = server.admin()?;
-    println!(
+    crate::outln!(
         "Features on {} ({}):",
         server.label(),
         server.server_version
@@ -37,7 +37,7 @@ pub fn run(args: FeaturesArgs) -> Result<()> {
             Support::Yes(note) => ("yes", format!(" ({note})")),
             Support::No(why) => ("no", format!(" ({why})")),
         };
-        println!("  {:<22} {:<4} {}{}", f.name, mark, f.description, note);
+        crate::outln!("  {:<22} {:<4} {}{}", f.name, mark, f.description, note);
     }
     Ok(())
 }

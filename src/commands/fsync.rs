@@ -16,9 +16,9 @@ pub fn run(args: FsyncArgs) -> Result<()> {
     bar.finish_and_clear();
     let report = report?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        crate::outln!("{}", serde_json::to_string_pretty(&report)?);
     } else {
-        print!("{}", crate::fsync::render(&report));
+        crate::out!("{}", crate::fsync::render(&report));
     }
     Ok(())
 }

@@ -4,9 +4,9 @@ use anyhow::Result;
 
 /// List the presets.
 pub fn run() -> Result<()> {
-    println!("Presets (dbtax run --preset NAME [--quick | --full]):");
+    crate::outln!("Presets (dbtax run --preset NAME [--quick | --full]):");
     for p in crate::config::presets::ALL {
-        println!("  {:<17} {}\n  {:<17} {}", p.name, p.summary, "", p.study);
+        crate::outln!("  {:<17} {}\n  {:<17} {}", p.name, p.summary, "", p.study);
     }
     Ok(())
 }

@@ -158,13 +158,13 @@ impl Observer for RunDisplay {
             // Before the first trial: lines above the bar; during the run: its message.
             Mode::Bar(bar) if self.trial.is_empty() => bar.println(message),
             Mode::Bar(bar) => bar.set_message(format!("{} | {message}", self.trial)),
-            Mode::Lines => eprintln!("{message}"),
+            Mode::Lines => crate::errln!("{message}"),
         }
     }
 
     fn block_done(&mut self, b: &BlockDone<'_>) -> anyhow::Result<()> {
         if let Mode::Lines = self.mode {
-            eprintln!("{}", block_line(b));
+            crate::errln!("{}", block_line(b));
         }
         Ok(())
     }

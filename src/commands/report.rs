@@ -7,20 +7,20 @@ use anyhow::{Context, Result};
 /// Print the table; write HTML, CSV and SVG when asked.
 pub fn run(args: ReportArgs) -> Result<()> {
     let r = report::load(&args.results)?;
-    print!("{}", report::table::render(&r));
+    crate::out!("{}", report::table::render(&r));
     if let Some(p) = &args.html {
         std::fs::write(p, report::html::render(&r))
             .with_context(|| format!("writing {}", p.display()))?;
-        eprintln!("Wrote {}", p.display());
+        crate::errln!("Wrote {}", p.display());
     }
     if let Some(p) = &args.csv {
         std::fs::write(p, report::csv::render(&r))
             .with_context(|| format!("writing {}", p.display()))?;
-        eprintln!("Wrote {}", p.display());
+        crate::errln!("Wrote {}", p.display());
     }
     if let Some(d) = &args.svg {
         report::write_charts(d, &r)?;
-        eprintln!("Wrote the charts into {}", d.display());
+        crate::errln!("Wrote the charts into {}", d.display());
     }
     Ok(())
 }

@@ -1,51 +1,80 @@
-//! `dbtax restore`: put back what an interrupted run changed (after a kill -9 or a crash).
+//! `dbtax restore`: put back what an interrupted run changed (after a kill -9 or a crash),
+//! from the local journal, or from the copy kept on the server when the local one is gone
+//! or damaged; never a journal written for another server.
 
 use crate::cli::RestoreArgs;
 use crate::config::server_config;
 use crate::error::usage;
-use crate::feature::journal::{self, Journal};
-use crate::feature::toggle;
+use crate::feature::journal::{self, Journal, Pending};
+use crate::feature::pending;
 use crate::server::Server;
 use anyhow::Result;
 
+/// `restore --list`: every journal under the state directory, a live run told from an
+/// interrupted one, a damaged file named.
+fn list() {
+    let pending = journal::pending();
+    if pending.is_empty() {
+        crate::outln!(
+            "No pending journals under {}.",
+            journal::state_dir().display()
+        );
+    }
+    for p in pending {
+        match p {
+            Pending::Found(path, j) => {
+                let state = if j.writer_alive() {
+                    format!("a run in progress (pid {}): it restores by itself", j.pid)
+                } else {
+                    format!(
+                        "interrupted: `dbtax restore --target '{}'` puts it back",
+                        j.target
+                    )
+                };
+                crate::outln!(
+                    "{}: {} setting(s), {} plugin(s), run started {} by pid {} on {} ({}); {state}",
+                    j.target,
+                    j.originals.len(),
+                    j.installed_plugins.len(),
+                    j.started_at,
+                    j.pid,
+                    if j.host.is_empty() { "?" } else { &j.host },
+                    path.display()
+                );
+            }
+            Pending::Damaged(path, why) => crate::outln!(
+                "{}: damaged ({why}); `dbtax restore --target URL` uses the copy kept on the \
+                 server",
+                path.display()
+            ),
+        }
+    }
+}
+
 /// Put back what an interrupted run changed.
 pub fn run(args: RestoreArgs) -> Result<()> {
-    let pending = journal::pending();
     if args.list {
-        if pending.is_empty() {
-            println!(
-                "No pending journals under {}.",
-                journal::state_dir().display()
-            );
-        }
-        for (path, j) in pending {
-            println!(
-                "{}: {} setting(s), {} plugin(s), run started {} by pid {} ({})",
-                j.target,
-                j.originals.len(),
-                j.installed_plugins.len(),
-                j.started_at,
-                j.pid,
-                path.display()
-            );
-        }
+        list();
         return Ok(());
     }
     let config = server_config(&args.target, None)?;
     if config.spec.is_managed() {
-        let hint = match pending.first() {
-            Some((_, j)) => format!(
-                " Pending: `dbtax restore --target '{}'` (with its password).",
-                j.target
-            ),
-            None => String::new(),
-        };
+        let hint = journal::pending()
+            .into_iter()
+            .find_map(|p| match p {
+                Pending::Found(_, j) => Some(format!(
+                    " Pending: `dbtax restore --target '{}'` (with its password).",
+                    j.target
+                )),
+                Pending::Damaged(..) => None,
+            })
+            .unwrap_or_default();
         return Err(usage(format!(
             "managed servers are thrown away, there is nothing to restore on them: pass the \
              --target of your own server.{hint}"
         )));
     }
-    let target = Server::open(&config, &[])?;
+    let mut target = Server::open(&config, &[])?;
     let mut admin = target.admin()?;
     // The run lock: never restore under a run that is still working (it restores itself).
     // A run killed a moment ago may hold it until the server notices its connection closed.
@@ -66,28 +95,92 @@ pub fn run(args: RestoreArgs) -> Result<()> {
     }
     let key = target.journal_key();
     let path = journal::path_for(&key);
-    let local = Journal::load(&path).map_err(|e| usage(format!("{e:#}")))?;
+    let (local, damaged) = match Journal::load(&path) {
+        Ok(j) => (j, None),
+        Err(e) => (None, Some(format!("{e:#}"))),
+    };
     let on_server = admin.load_server_journals(&key)?;
     let from_server = on_server
         .first()
-        .and_then(|(_, text)| serde_json::from_str::<Journal>(text).ok());
+        .and_then(|(schema, text)| Some((schema, serde_json::from_str::<Journal>(text).ok()?)));
     // The local file first (it is written first); else the copy kept on the server, which
-    // a run from another machine left.
-    let Some(j) = local.or(from_server) else {
-        println!(
-            "Nothing to restore on {}: no pending journal.",
+    // a run from another machine left, or which stands in for a damaged local file.
+    let j = match (local, &from_server, &damaged) {
+        (Some(j), _, _) => j,
+        (None, Some((schema, j)), Some(why)) => {
+            crate::outln!(
+                "The local journal {} is damaged ({why}); restoring from the copy kept on the \
+                 server in {schema}.dbtax_journal.",
+                path.display()
+            );
+            j.clone()
+        }
+        (None, Some((_, j)), None) => j.clone(),
+        (None, None, Some(why)) => {
+            return Err(usage(format!(
+                "the journal {} is damaged ({why}) and the server keeps no copy of it: check \
+                 the server's settings by hand (the file may still show the original values), \
+                 then delete the file",
+                path.display()
+            )));
+        }
+        (None, None, None) => {
+            crate::outln!(
+                "Nothing to restore on {}: no pending journal.",
+                target.label()
+            );
+            return Ok(());
+        }
+    };
+    if !j.server.is_empty() && j.server != target.identity {
+        return Err(usage(format!(
+            "the journal {} was written for server {} ({}), but {} is server {}: it is not \
+             applied here. Restore it against its own server, or delete it if that server is \
+             gone. Nothing was changed",
+            path.display(),
+            j.server,
+            j.target,
+            target.label(),
+            target.identity
+        )));
+    }
+    let done = pending::restore_journal(admin.as_mut(), &j)?;
+    let mut left = pending::restart_left(admin.as_mut(), &j)?;
+    if !left.is_empty()
+        && let Some(cmd) = &args.restart_cmd
+    {
+        crate::outln!(
+            "Restarting {} without the run's options: {cmd}",
             target.label()
         );
-        return Ok(());
-    };
-    let done = toggle::restore_journal(admin.as_mut(), &j)?;
+        target.restart_with_command(cmd, &[])?;
+        admin = target.admin()?;
+        left = pending::restart_left(admin.as_mut(), &j)?;
+    }
+    if !left.is_empty() {
+        // The journal stays (here and on the server) until the server runs as found.
+        let cmd = args
+            .restart_cmd
+            .as_deref()
+            .or(j.restart_cmd.as_deref())
+            .unwrap_or("<a command that restarts the server>");
+        anyhow::bail!(
+            "the settings are back, but {} still runs with what the interrupted run restarted \
+             it with: {}. Restart it without those options to finish: `dbtax restore --target \
+             '{}' --restart-cmd '{cmd}'` (or restart it yourself, then run `dbtax restore` \
+             again); the journal is kept until then",
+            target.label(),
+            left.join(", "),
+            target.label()
+        );
+    }
     for (schema, _) in &on_server {
         admin.delete_server_journal(schema, &key)?;
     }
     if path.exists() {
         std::fs::remove_file(&path)?;
     }
-    println!(
+    crate::outln!(
         "Restored the run started {} (pid {} on {}) on {}:",
         j.started_at,
         j.pid,
@@ -95,7 +188,7 @@ pub fn run(args: RestoreArgs) -> Result<()> {
         target.label()
     );
     for s in done {
-        println!("  {s}");
+        crate::outln!("  {s}");
     }
     Ok(())
 }

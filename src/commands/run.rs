@@ -19,7 +19,7 @@ pub fn run(args: RunArgs) -> Result<()> {
     let opts = run_options(&args, &exp)?;
     let config = server_config(&args.target, exp.target.as_deref())?;
     if args.dry_run {
-        print!("{}", dry_run(&exp, &config, opts.restart_cmd.as_deref())?);
+        crate::out!("{}", dry_run(&exp, &config, opts.restart_cmd.as_deref())?);
         return Ok(());
     }
     let json = args.json;
@@ -39,7 +39,7 @@ pub fn run(args: RunArgs) -> Result<()> {
     if json {
         return Ok(());
     }
-    println!(
+    crate::outln!(
         "\n{}",
         crate::report::compare::render_text(&a.results, &b.results)
     );
@@ -48,7 +48,7 @@ pub fn run(args: RunArgs) -> Result<()> {
         &page,
         crate::report::compare::render_html(&a.results, &b.results),
     )?;
-    println!("Comparison: {}", page.display());
+    crate::outln!("Comparison: {}", page.display());
     Ok(())
 }
 
@@ -71,15 +71,15 @@ pub fn run_and_print(
 fn print_executed(mut executed: Executed, json: bool) -> Result<Executed> {
     let r = &executed.results;
     if json {
-        println!("{}", serde_json::to_string_pretty(r)?);
+        crate::outln!("{}", serde_json::to_string_pretty(r)?);
     } else {
-        print!("{}", crate::report::table::render(r));
+        crate::out!("{}", crate::report::table::render(r));
         let beside = if executed.reports_written {
             " (report.html, results.csv, charts/ beside it)"
         } else {
             " (no block completed: no report was written)"
         };
-        println!(
+        crate::outln!(
             "Results: {}{beside}",
             executed.dir.join("results.json").display()
         );

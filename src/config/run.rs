@@ -94,6 +94,9 @@ pub fn experiment(args: &RunArgs) -> Result<Experiment> {
              the results with `dbtax compare`",
         ));
     }
+    if let Some(n) = &args.name {
+        exp.name = n.clone();
+    }
     if exp.name.is_empty() {
         exp.name = default_name(&exp.variants);
     }
@@ -143,6 +146,11 @@ pub fn open_loop(
     Ok(Some(o))
 }
 
+/// More blocks per thread count than this are refused (`--repeats`).
+pub const MAX_REPEATS: u32 = 1000;
+/// The longest precision budget (`--budget`).
+const MAX_BUDGET: Duration = Duration::from_secs(7 * 24 * 3600);
+
 /// A seed for the trial order, from the clock (recorded, so a run can be replayed).
 pub fn new_seed() -> u64 {
     crate::rng::Rng::from_time(0).next_u64() % 1_000_000
@@ -161,8 +169,15 @@ pub fn stop_rule(
         (Some(n), None) => {
             if n < 2 {
                 return Err(usage(
-                    "--repeats must be at least 2: one block gives no interval",
+                    "--repeats must be at least 2: one block gives no interval (and fewer than \
+                     3 give none that the words will quote)",
                 ));
+            }
+            if n > MAX_REPEATS {
+                return Err(usage(format!(
+                    "--repeats {n} is more blocks than any run needs (at most {MAX_REPEATS}): \
+                     for a precision goal, give --precision P --budget TIME"
+                )));
             }
             if budget.is_some() {
                 return Err(usage("--budget goes with --precision"));
@@ -181,12 +196,18 @@ pub fn stop_rule(
                     return Err(usage("--budget goes with --precision"));
                 }
             };
-            if !(points.is_finite() && points > 0.0) {
+            if !(points.is_finite() && points > 0.0 && points <= 100.0) {
                 return Err(usage(
-                    "--precision must be a positive number of percentage points",
+                    "--precision must be a number of percentage points above 0 (and at most 100)",
                 ));
             }
             let budget = budget.or(prior_budget).unwrap_or(Duration::from_secs(600));
+            if budget < Duration::from_secs(1) || budget > MAX_BUDGET {
+                return Err(usage(format!(
+                    "--budget must be between 1 s and {} h",
+                    MAX_BUDGET.as_secs() / 3600
+                )));
+            }
             Ok(StopRule::Precision {
                 points,
                 budget,
@@ -196,11 +217,22 @@ pub fn stop_rule(
     }
 }
 
+/// `general-log-slow-log-vs-off`; past the 64 characters a name may have, the first
+/// variant and how many more (`general-log-and-5-more-vs-off`).
 fn default_name(variants: &[VariantSpec]) -> String {
     let names: Vec<&str> = variants.iter().skip(1).map(|v| v.name.as_str()).collect();
-    if names.is_empty() {
-        "experiment".into()
+    let Some(first) = names.first() else {
+        return "experiment".into();
+    };
+    let base = &variants[0].name;
+    let all = format!("{}-vs-{base}", names.join("-"));
+    if all.len() <= 64 {
+        return all;
+    }
+    let short = format!("{first}-and-{}-more-vs-{base}", names.len() - 1);
+    if short.len() <= 64 {
+        short
     } else {
-        format!("{}-vs-{}", names.join("-"), variants[0].name)
+        format!("{}-variants", names.len() + 1)
     }
 }

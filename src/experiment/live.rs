@@ -15,8 +15,9 @@ use std::time::Duration;
 
 /// The probe that measures a variant's log rate before its first trial.
 const PROBE: Duration = Duration::from_millis(300);
-/// How long a restore keeps reconnecting to a server that does not answer.
-const RESTORE_PATIENCE: Duration = Duration::from_secs(30);
+/// How long a restore keeps reconnecting to a server that does not answer (an attempt
+/// that could not end by then is not started: 20 s of it at most are spent on attempts).
+const RESTORE_PATIENCE: Duration = Duration::from_secs(40);
 /// Settle at least this long after a restart (the buffer pool reloads, caches are cold).
 const SETTLE_AFTER_RESTART: Duration = Duration::from_secs(3);
 
@@ -67,6 +68,11 @@ impl<'a> LiveBench<'a> {
     }
 
     fn restart(&mut self, opts: &[String]) -> Result<()> {
+        let cmd = match &self.plan.restarter {
+            Restarter::Command(cmd) => Some(cmd.as_str()),
+            _ => None,
+        };
+        self.switcher.note_restart(opts, cmd)?;
         match &self.plan.restarter {
             Restarter::Managed => self.server.restart_managed(opts)?,
             Restarter::Command(cmd) => self.server.restart_with_command(cmd, opts)?,

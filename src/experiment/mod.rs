@@ -1,9 +1,10 @@
 //! The experiment: a validated description (`spec`, built by `config`), resolved against a
-//! server into a `plan` by `preflight` (shown by `dry_run`), its order of trials (`order`), the
-//! loop that runs blocks against anything that can run a trial (`runner`), the real server
-//! behind that interface (`live`), the simulated one used to validate the statistics (`sim`),
-//! and `execute`, which ties them together for one run: `session` opens and readies the
-//! server, `header` and `record` write results.json (`pair`: two servers at once).
+//! server into a `plan` by `preflight` (the variants' full `states`; shown by `dry_run`), its
+//! order of trials (`order`), the loop that runs blocks against anything that can run a trial
+//! (`runner`), the real server behind that interface (`live`), the simulated one used to
+//! validate the statistics (`sim`), and `execute`, which ties them together for one run:
+//! `session` opens and readies the server, `header` and `record` write results.json (`pair`:
+//! two servers at once).
 
 pub mod disk;
 pub mod dry_run;
@@ -19,4 +20,5 @@ pub mod runner;
 pub mod session;
 pub mod sim;
 pub mod spec;
+mod states;
 pub mod warnings;

@@ -76,6 +76,7 @@ impl LogFiles {
             .iter()
             .filter_map(|v| found.get(*v))
             .filter_map(|p| server.local_file(p))
+            .map(|p| real_path(&p))
             .collect();
         Ok(LogFiles { vars, paths })
     }
@@ -86,6 +87,34 @@ impl LogFiles {
             *self = LogFiles::resolve(server.admin()?.as_mut(), server, self.vars.clone())?;
         }
         Ok(())
+    }
+}
+
+/// Where a file's bytes land: links followed (a log file that is a link into a small
+/// filesystem fills that filesystem, not the link's), its folder's when it does not exist yet.
+fn real_path(p: &std::path::Path) -> PathBuf {
+    let mut p = p.to_path_buf();
+    // A link to a file not written yet: follow it by hand (canonicalize wants the target).
+    for _ in 0..16 {
+        let Ok(target) = std::fs::read_link(&p) else {
+            break;
+        };
+        let dir = p.parent().map(PathBuf::from).unwrap_or_else(|| "/".into());
+        p = if target.is_absolute() {
+            target
+        } else {
+            dir.join(target)
+        };
+    }
+    if let Ok(real) = std::fs::canonicalize(&p) {
+        return real;
+    }
+    match (
+        p.parent().and_then(|d| std::fs::canonicalize(d).ok()),
+        p.file_name(),
+    ) {
+        (Some(dir), Some(name)) => dir.join(name),
+        _ => p,
     }
 }
 

@@ -6,8 +6,10 @@
 
 use super::plan::{LogFiles, Plan, PlannedVariant, Restarter, Statements};
 use super::spec::Experiment;
+use super::states::{check_contradictions, features, find, held, held_notes, states};
 use crate::error::usage;
-use crate::feature::toggle::{self, State, Switches};
+use crate::feature::pending::ensure_no_pending_journal;
+use crate::feature::toggle::{State, Switches};
 use crate::server::catalog::{Feature, Plugin};
 use crate::server::value::same_value;
 use crate::server::{Admin, Server, Support, SupportContext};
@@ -18,7 +20,9 @@ use std::collections::BTreeMap;
 pub fn preflight(exp: &Experiment, server: &Server, restart_cmd: Option<&str>) -> Result<Plan> {
     let features = features(exp, |name| server.feature(name))?;
     let feature = |name: &str| find(&features, name);
-    let (mut touched, states) = states(exp, &features);
+    let held = held(&features)?;
+    check_contradictions(exp, &features, &held)?;
+    let (mut touched, states) = states(exp, &features, &held);
     let mut admin = server.admin()?;
     let restart = restart_only(admin.as_mut(), &states)?;
     let variants: Vec<PlannedVariant> = exp
@@ -66,10 +70,12 @@ pub fn preflight(exp: &Experiment, server: &Server, restart_cmd: Option<&str>) -
         }
     }
     check_plain_settings(admin.as_mut(), exp, server)?;
-    toggle::ensure_no_pending_journal(server)?;
+    check_connections(admin.as_mut(), exp, server)?;
+    ensure_no_pending_journal(server)?;
     server.check_statements(&exp.workload)?;
     let names: Vec<&str> = touched.iter().map(String::as_str).collect();
     let current = admin.global_vars(&names)?;
+    notes.extend(held_notes(&held, &current));
     let log_file_vars: Vec<&'static str> = features
         .iter()
         .flat_map(|f| f.log_file_vars.iter().copied())
@@ -201,81 +207,6 @@ fn plugins(
     Ok((run, switched))
 }
 
-/// The features used, looked up once in the server's catalog, in variant order, no repeats.
-fn features(exp: &Experiment, lookup: impl Fn(&str) -> Result<Feature>) -> Result<Vec<Feature>> {
-    let mut out: Vec<Feature> = vec![];
-    for name in exp.variants.iter().flat_map(|v| &v.features) {
-        let f = lookup(name)?;
-        if !out.iter().any(|o| o.name == f.name) {
-            out.push(f);
-        }
-    }
-    Ok(out)
-}
-
-fn find<'a>(features: &'a [Feature], name: &str) -> &'a Feature {
-    features
-        .iter()
-        .find(|f| f.name == name)
-        .expect("every feature of the experiment was looked up")
-}
-
-/// Every variable any variant touches (first-seen order), and each variant's full state:
-/// its own settings, else the "off" settings of every feature in the experiment, else the
-/// server's original value (None).
-fn states(exp: &Experiment, features: &[Feature]) -> (Vec<String>, Vec<State>) {
-    let mut touched: Vec<String> = vec![];
-    let mut add = |k: &str| {
-        if !touched.iter().any(|t| t == k) {
-            touched.push(k.to_string());
-        }
-    };
-    let own: Vec<Vec<(String, String)>> = exp
-        .variants
-        .iter()
-        .map(|v| {
-            let mut s: Vec<(String, String)> = v
-                .features
-                .iter()
-                .flat_map(|name| find(features, name).on.iter())
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect();
-            s.extend(v.set.iter().cloned());
-            s
-        })
-        .collect();
-    for f in features {
-        for (k, _) in f.off.iter().chain(f.on) {
-            add(k);
-        }
-    }
-    for s in &own {
-        for (k, _) in s {
-            add(k);
-        }
-    }
-    let off: BTreeMap<&str, &str> = features
-        .iter()
-        .flat_map(|f| f.off.iter().copied())
-        .collect();
-    let states = own
-        .iter()
-        .map(|s| {
-            touched
-                .iter()
-                .map(|k| {
-                    let mine = s.iter().rev().find(|(n, _)| n == k).map(|(_, v)| v.clone());
-                    (
-                        k.clone(),
-                        mine.or_else(|| off.get(k.as_str()).map(|v| v.to_string())),
-                    )
-                })
-                .collect()
-        })
-        .collect();
-    (touched, states)
-}
-
 /// Settings' entries in the server's persisted settings file (`Admin::persisted`).
 type Persisted = BTreeMap<String, Option<String>>;
 
@@ -347,26 +278,29 @@ fn restarter(
         _ if server.is_managed() => Ok(Restarter::Managed),
         Some(cmd) => Ok(Restarter::Command(cmd.to_string())),
         None => Err(usage(format!(
-            "variant '{}' needs a server restart (server options {:?}), which dbtax does only \
+            "variant '{}' needs a server restart (server options {}), which dbtax does only \
              on a managed target; give --restart-cmd 'CMD' (a command that restarts {} with \
-             the options in $DBTAX_SERVER_OPTS), or use --target managed:mariadb. Nothing was \
-             changed",
+             the options in $DBTAX_SERVER_OPTS), or use --target {}. Nothing was changed",
             v.name,
-            v.server_opts,
-            server.label()
+            v.server_opts.join(" "),
+            server.label(),
+            server.engine().managed[0]
         ))),
     }
 }
 
 /// Variables set by `set` (not by a catalog feature) must exist and be settable.
+/// ...and take the values they are given (a value the server would refuse mid-run, after
+/// the first change, is bad input now).
 fn check_plain_settings(admin: &mut dyn Admin, exp: &Experiment, server: &Server) -> Result<()> {
-    let names: Vec<&str> = exp
+    let settings: Vec<(&str, &str)> = exp
         .variants
         .iter()
-        .flat_map(|v| v.set.iter().map(|(k, _)| k.as_str()))
+        .flat_map(|v| v.set.iter().map(|(k, v)| (k.as_str(), v.as_str())))
         .collect();
+    let names: Vec<&str> = settings.iter().map(|(k, _)| *k).collect();
     let found = admin.global_vars(&names)?;
-    for n in names {
+    for (n, value) in settings {
         let Some(v) = found.get(n) else {
             return Err(usage(format!(
                 "the server {} has no global variable '{n}'",
@@ -379,6 +313,38 @@ fn check_plain_settings(admin: &mut dyn Admin, exp: &Experiment, server: &Server
                 server.label()
             )));
         }
+        if let Err(why) = admin.check_value(n, value) {
+            return Err(usage(format!(
+                "{n} = {value} would be refused by {}: {why}. Nothing was changed",
+                server.label()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Connections dbtax opens besides its clients: the switcher's (which holds the run lock),
+/// the status reader's, and one to reconnect with.
+const OWN_CONNECTIONS: u64 = 3;
+
+/// The most threads must fit in the connections the server has left, with room to spare for
+/// its other clients: a run that takes them all locks everyone else out.
+fn check_connections(admin: &mut dyn Admin, exp: &Experiment, server: &Server) -> Result<()> {
+    let Some((max, used)) = admin.connection_room()? else {
+        return Ok(());
+    };
+    let threads = exp.threads.iter().copied().max().unwrap_or(1) as u64;
+    let spare = 2 + max / 20;
+    let room = max.saturating_sub(used + spare);
+    if threads + OWN_CONNECTIONS > room {
+        return Err(usage(format!(
+            "--threads {threads} needs {threads} client connections and {OWN_CONNECTIONS} of \
+             dbtax's own, but {} allows {max} and {used} are in use (dbtax leaves {spare} for \
+             others): at most {} threads there. Lower --threads, or raise max_connections. \
+             Nothing was changed",
+            server.label(),
+            room.saturating_sub(OWN_CONNECTIONS)
+        )));
     }
     Ok(())
 }
@@ -411,7 +377,8 @@ mod tests {
             (mysql.feature)(n).ok_or_else(|| anyhow::anyhow!("{n}"))
         })
         .unwrap();
-        let (touched, states) = states(&e, &fs);
+        let held = held(&fs).unwrap();
+        let (touched, states) = states(&e, &fs, &held);
         assert!(touched.contains(&"general_log".to_string()));
         let get = |s: &State, k: &str| s.iter().find(|(n, _)| n == k).unwrap().1.clone();
         assert_eq!(get(&states[0], "general_log").as_deref(), Some("OFF"));
@@ -423,9 +390,10 @@ mod tests {
         );
         assert_eq!(get(&states[2], "general_log").as_deref(), Some("OFF"));
         assert_eq!(
-            get(&states[0], "log_output"),
-            None,
-            "log_output stays as found in the baseline"
+            get(&states[0], "log_output").as_deref(),
+            Some("FILE"),
+            "log_output is held at FILE in the baseline too: it governs more than the feature"
         );
+        assert_eq!(get(&states[2], "log_output").as_deref(), Some("FILE"));
     }
 }

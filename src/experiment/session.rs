@@ -68,7 +68,7 @@ impl Ready {
     /// unreachable server, another run holding it) or what was begun is restored.
     pub(super) fn new(
         exp: &Experiment,
-        (server, mut plan): (Server, Plan),
+        (mut server, mut plan): (Server, Plan),
         opts: &RunOptions,
         load: &mut dyn Load,
         display: &mut dyn Observer,
@@ -110,6 +110,7 @@ impl Ready {
         if prepared.created.contains(&true) {
             wait_until_quiet(&server, display);
         }
+        switcher.stamp(&mut server)?;
         switcher.begin(&plan.switches)?;
         // A plugin the run installs names its log file now.
         plan.log_files.refresh(&server)?;
@@ -163,5 +164,16 @@ fn out_dir(explicit: Option<&Path>, name: &str) -> Result<PathBuf> {
     };
     std::fs::create_dir_all(&dir)
         .map_err(|e| crate::error::usage(format!("cannot create --out {}: {e}", dir.display())))?;
+    // A folder that exists but cannot be written (read-only, full) fails here, not after
+    // the first block.
+    let probe = dir.join(".dbtax-write-check");
+    std::fs::write(&probe, b"")
+        .and_then(|()| std::fs::remove_file(&probe))
+        .map_err(|e| {
+            crate::error::usage(format!(
+                "cannot write results into --out {}: {e}. Nothing was changed",
+                dir.display()
+            ))
+        })?;
     Ok(dir)
 }

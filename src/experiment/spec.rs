@@ -185,6 +185,8 @@ pub struct Experiment {
 /// truth less often than 95% (after 3 blocks, about 91% in simulation); with a first stage
 /// of 10 the focused rule covered about 92.5%, with 15 about 94% (tests/statistics.rs).
 pub const MIN_BLOCKS: u32 = 15;
+/// The longest trial (or settle) dbtax runs.
+pub const MAX_TRIAL: Duration = Duration::from_secs(3600);
 /// Blocks per thread count of a run that names no stop rule.
 pub const DEFAULT_BLOCKS: u32 = 10;
 /// Precision mode never runs more blocks than this per thread count.
@@ -352,6 +354,17 @@ impl Experiment {
         }
         if self.trial.is_zero() {
             return Err(usage("--trial must be longer than 0"));
+        }
+        if self.trial > MAX_TRIAL || self.warmup > MAX_TRIAL {
+            return Err(usage(format!(
+                "--trial and --warmup: at most {} s each (short adjacent trials pair better)",
+                MAX_TRIAL.as_secs()
+            )));
+        }
+        if self.max_log_bytes == Some(0) {
+            return Err(usage(
+                "--max-log-bytes must be more than 0: a feature's log grows from the first query",
+            ));
         }
         if let Some(o) = &self.open_loop {
             if o.levels.is_empty() {

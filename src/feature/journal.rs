@@ -33,6 +33,22 @@ pub struct Journal {
     /// RESET at restore). Absent for servers that do not (SET GLOBAL).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub persisted: Option<BTreeMap<String, Option<String>>>,
+    /// That file's own bytes before the run (comments, quoting), put back once its settings
+    /// are as they were.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub persisted_text: Option<String>,
+    /// A restart-only variant: the server options dbtax restarted the server with (written
+    /// before the restart); empty once it runs without them again.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub restarted_with: Vec<String>,
+    /// The variables those options set, with their values before the first restart: the
+    /// server runs as found again when it shows these values.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub restart_originals: BTreeMap<String, String>,
+    /// The user's command that restarts the server (`--restart-cmd`), for the words that
+    /// say how to finish a restore.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restart_cmd: Option<String>,
 }
 
 /// The state directory: $DBTAX_STATE_DIR, else $XDG_STATE_HOME/dbtax, else
@@ -56,20 +72,30 @@ pub fn path_for(key: &str) -> PathBuf {
 }
 
 impl Journal {
-    /// Write atomically: a temporary file, fsync, rename, fsync of the directory.
+    /// Write atomically: a temporary file, fsync, rename, fsync of the directory. Any
+    /// failure (a full disk, a read-only state directory) names the journal and leaves no
+    /// temporary file behind.
     pub fn save(&self, path: &Path) -> Result<()> {
         let dir = path.parent().context("journal path has no directory")?;
         std::fs::create_dir_all(dir)
             .with_context(|| format!("creating the state directory {}", dir.display()))?;
         // A name of this process's own: two writers never share a temporary file.
         let tmp = path.with_extension(format!("json.{}.tmp", std::process::id()));
-        {
-            let mut f = std::fs::File::create(&tmp)
-                .with_context(|| format!("writing the journal {}", tmp.display()))?;
+        let written = (|| -> std::io::Result<()> {
+            let mut f = std::fs::File::create(&tmp)?;
             f.write_all(serde_json::to_string_pretty(self)?.as_bytes())?;
             f.sync_all()?;
+            std::fs::rename(&tmp, path)
+        })();
+        if let Err(e) = written {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(anyhow::anyhow!(
+                "writing the journal {} failed: {e} (it keeps the original settings: free \
+                 room in {}, or point DBTAX_STATE_DIR elsewhere)",
+                path.display(),
+                dir.display()
+            ));
         }
-        std::fs::rename(&tmp, path)?;
         if let Ok(d) = std::fs::File::open(dir) {
             let _ = d.sync_all();
         }
@@ -111,6 +137,17 @@ impl Journal {
         self.originals.iter().cloned().collect()
     }
 
+    /// The variables a server option sets (`log-bin=binlog` → `log_bin`).
+    pub fn option_vars(opts: &[String]) -> Vec<String> {
+        opts.iter()
+            .map(|o| {
+                let name = o.trim_start_matches("--");
+                let name = name.split_once('=').map_or(name, |(n, _)| n);
+                name.replace('-', "_")
+            })
+            .collect()
+    }
+
     /// Whether the process that wrote it still runs (another dbtax working on the server).
     pub fn writer_alive(&self) -> bool {
         self.pid != std::process::id()
@@ -120,17 +157,34 @@ impl Journal {
     }
 }
 
-/// Every pending journal under the state directory.
-pub fn pending() -> Vec<(PathBuf, Journal)> {
+/// A journal file under the state directory.
+#[derive(Debug)]
+pub enum Pending {
+    /// Readable.
+    Found(PathBuf, Box<Journal>),
+    /// Not readable as a journal: why.
+    Damaged(PathBuf, String),
+}
+
+/// Every journal file under the state directory, readable or not.
+pub fn pending() -> Vec<Pending> {
     let dir = state_dir().join("journal");
     let Ok(entries) = std::fs::read_dir(&dir) else {
         return vec![];
     };
-    entries
+    let mut paths: Vec<PathBuf> = entries
         .filter_map(|e| e.ok())
         .map(|e| e.path())
         .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .filter_map(|p| Journal::load(&p).ok().flatten().map(|j| (p, j)))
+        .collect();
+    paths.sort();
+    paths
+        .into_iter()
+        .filter_map(|p| match Journal::load(&p) {
+            Ok(Some(j)) => Some(Pending::Found(p, Box::new(j))),
+            Ok(None) => None,
+            Err(e) => Some(Pending::Damaged(p, format!("{e:#}"))),
+        })
         .collect()
 }
 
@@ -151,6 +205,10 @@ mod tests {
             originals: vec![("general_log".into(), "OFF".into())],
             installed_plugins: vec!["server_audit".into()],
             persisted: Some(BTreeMap::from([("log_statement".into(), None)])),
+            restarted_with: vec!["shared_preload_libraries=pgaudit".into()],
+            restart_originals: BTreeMap::from([("shared_preload_libraries".into(), "".into())]),
+            restart_cmd: Some("systemctl restart postgresql".into()),
+            persisted_text: Some("# Do not edit this file manually!\n".into()),
         };
         j.save(&p).unwrap();
         assert_eq!(Journal::load(&p).unwrap(), Some(j));

@@ -3,16 +3,20 @@
 //! variant's state, `restore` puts everything back and removes the journal. Dropping a
 //! Switcher that was not restored restores it (error paths, Ctrl-C).
 
-use super::journal::{self, Journal};
+use super::journal::Journal;
+use super::pending::{ensure_no_pending_journal, restore_journal};
 use crate::error::usage;
 use crate::server::catalog::Plugin;
 use crate::server::value::same_value;
 use crate::server::{Admin, Server, ServerLost};
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+/// The longest an admin statement waits on a server that does not answer (the engines' admin
+/// timeout): a restore attempt that could not end within its patience is not started.
+const ATTEMPT: Duration = Duration::from_secs(20);
 /// How long a switched plugin may take to load again after it was removed.
 const PLUGIN_PATIENCE: Duration = Duration::from_secs(10);
 
@@ -133,6 +137,7 @@ impl Switcher {
         let names: Vec<&str> = vars.iter().map(String::as_str).collect();
         let found = self.admin.global_vars(&names)?;
         self.journal.persisted = self.admin.persisted(&names)?;
+        self.journal.persisted_text = self.admin.persisted_text()?;
         for v in vars {
             let Some(value) = found.get(v) else {
                 if plugin_vars.contains(v) {
@@ -144,6 +149,21 @@ impl Switcher {
             self.current.insert(v.clone(), value.clone());
         }
         self.save()
+    }
+
+    /// Before the first change: make sure the journal is keyed by an identity no other
+    /// server shares (`Held::stamp_identity`; a managed server is not journaled).
+    pub fn stamp(&mut self, server: &mut Server) -> Result<()> {
+        if server.is_managed() {
+            return Ok(());
+        }
+        let id = self.admin.stamp_identity(&server.schema)?;
+        if id != server.identity {
+            server.identity = id.clone();
+            self.journal.server = id;
+            self.journal_path = ensure_no_pending_journal(server)?;
+        }
+        Ok(())
     }
 
     /// Write the journal: the local file, then the server's copy.
@@ -158,6 +178,26 @@ impl Switcher {
                 .save_server_journal(schema, &self.journal.server_key(), &text)?;
         }
         Ok(())
+    }
+
+    /// Before a restart with a variant's restart-only options (`opts`; none: back as
+    /// found): journal what the server will run with, and (before it first runs with them)
+    /// the values of the variables they set, so that a restore after a kill -9 can tell
+    /// whether the server still runs with them.
+    pub fn note_restart(&mut self, opts: &[String], cmd: Option<&str>) -> Result<()> {
+        let vars = Journal::option_vars(opts);
+        let new: Vec<&str> = vars
+            .iter()
+            .map(String::as_str)
+            .filter(|v| !self.journal.restart_originals.contains_key(*v))
+            .collect();
+        if !new.is_empty() {
+            let found = self.admin.global_vars(&new)?;
+            self.journal.restart_originals.extend(found);
+        }
+        self.journal.restarted_with = opts.to_vec();
+        self.journal.restart_cmd = cmd.map(str::to_string);
+        self.save()
     }
 
     /// After a server restart: a new connection (the lock again), and the variables read
@@ -295,36 +335,89 @@ impl Switcher {
         Ok(())
     }
 
-    /// `restore`, reconnecting while the server does not answer, for at most `limit`. When
-    /// it still does not, the journal stays (here and on the server) and the error says how
-    /// to finish.
+    /// `restore`, reconnecting while the server does not answer, for at most `limit`: no
+    /// attempt starts that could not end by then (an admin statement may wait `ATTEMPT`
+    /// on a frozen server), and a broken connection is not used again. When the server still
+    /// does not answer, the journal stays (here and on the server) and the error says what is
+    /// left and how to finish.
     pub fn restore_with_retry(&mut self, server: &Server, limit: Duration) -> Result<()> {
         let deadline = Instant::now() + limit;
+        let mut connected = true;
+        let mut last: Option<anyhow::Error> = None;
         loop {
-            let err = match self.restore() {
-                Ok(()) => return Ok(()),
-                Err(e) => e,
-            };
-            let lost = err
-                .chain()
-                .any(|c| c.downcast_ref::<ServerLost>().is_some());
-            if !lost || Instant::now() >= deadline {
-                self.done = true;
-                let kept = match &self.journal_path {
-                    Some(p) => format!("the journal is kept ({})", p.display()),
-                    None => "nothing is kept: the server is dbtax's own".into(),
-                };
-                return Err(err.context(format!(
-                    "the server's settings were not restored; {kept}. When the server answers \
-                     again, run `dbtax restore --target '{}'`",
-                    self.journal.target
-                )));
+            if connected {
+                match self.restore() {
+                    Ok(()) => return Ok(()),
+                    Err(e) => {
+                        let lost = e.chain().any(|c| c.downcast_ref::<ServerLost>().is_some());
+                        if !lost {
+                            return Err(self.give_up(e));
+                        }
+                        last = Some(e);
+                    }
+                }
             }
             std::thread::sleep(Duration::from_millis(500));
-            if let Ok(mut admin) = server.admin() {
-                let _ = admin.try_run_lock();
-                self.admin = admin;
+            if Instant::now() + ATTEMPT > deadline {
+                let e = last.unwrap_or_else(|| anyhow::anyhow!("the server does not answer"));
+                return Err(self.give_up(e));
             }
+            match server.admin() {
+                Ok(mut admin) => {
+                    let _ = admin.try_run_lock();
+                    self.admin = admin;
+                    connected = true;
+                }
+                Err(e) => {
+                    connected = false;
+                    last = Some(e);
+                }
+            }
+        }
+    }
+
+    /// The restore did not happen: the error, with what is left and how to finish.
+    fn give_up(&mut self, err: anyhow::Error) -> anyhow::Error {
+        self.done = true;
+        let kept = match &self.journal_path {
+            Some(p) => format!("the journal keeps their original values ({})", p.display()),
+            None => "nothing is kept: the server is dbtax's own".into(),
+        };
+        err.context(format!(
+            "the server's settings were not restored (left as the run set them: {}); {kept}. \
+             When the server answers again, run `dbtax restore --target '{}'`",
+            self.left_changed(),
+            self.journal.target
+        ))
+    }
+}
+
+impl Switcher {
+    /// What a restore that did not happen leaves: the settings and plugins the run changed.
+    fn left_changed(&self) -> String {
+        let mut left: Vec<String> = self
+            .journal
+            .originals
+            .iter()
+            .filter(|(k, v)| self.current.get(k).is_none_or(|now| !same_value(now, v)))
+            .map(|(k, v)| format!("{k}, originally {v}"))
+            .collect();
+        left.extend(
+            self.journal
+                .installed_plugins
+                .iter()
+                .map(|p| format!("the {p} plugin dbtax installed")),
+        );
+        left.extend(
+            self.journal
+                .restarted_with
+                .iter()
+                .map(|o| format!("the server runs with --{o}")),
+        );
+        if left.is_empty() {
+            "nothing known".into()
+        } else {
+            left.join("; ")
         }
     }
 }
@@ -334,59 +427,10 @@ impl Drop for Switcher {
         if !self.done
             && let Err(e) = self.restore()
         {
-            eprintln!(
+            crate::errln!(
                 "Error: restoring the server's settings failed: {e:#}. Run `dbtax restore --target '{}'`",
                 self.journal.target
             );
         }
     }
-}
-
-/// Refuse to work on a server with a pending journal (an interrupted run, or another dbtax
-/// at work). Returns where this run's journal goes (None: a managed server, not journaled).
-pub fn ensure_no_pending_journal(server: &Server) -> Result<Option<PathBuf>> {
-    if server.is_managed() {
-        return Ok(None);
-    }
-    let p = journal::path_for(&server.journal_key());
-    if let Some(j) = Journal::load(&p).map_err(|e| usage(format!("{e:#}")))? {
-        if j.writer_alive() {
-            return Err(usage(format!(
-                "another dbtax (pid {}) is running an experiment on {}; wait for it to finish. \
-                 Nothing was changed",
-                j.pid,
-                server.label()
-            )));
-        }
-        return Err(usage(format!(
-            "an earlier dbtax run on {} was interrupted before it could restore {} setting(s) \
-             (journal {}). Run `dbtax restore --target '{}'` first. Nothing was changed",
-            server.label(),
-            j.originals.len() + j.installed_plugins.len(),
-            p.display(),
-            server.label()
-        )));
-    }
-    Ok(Some(p))
-}
-
-/// Apply a journal: originals back in reverse order (variables that vanished with a plugin
-/// are skipped), then uninstall the plugins it lists.
-pub fn restore_journal(admin: &mut dyn Admin, j: &Journal) -> Result<Vec<String>> {
-    let mut done = vec![];
-    for (var, value) in j.originals.iter().rev() {
-        let persisted = j.persisted_entry(var);
-        if let Some(sql) = admin
-            .restore_global(var, value, persisted.as_ref().map(|p| p.as_deref()))
-            .context("restoring")?
-        {
-            done.push(sql);
-        }
-    }
-    for soname in &j.installed_plugins {
-        if let Some(sql) = admin.uninstall_plugin(soname).context("restoring")? {
-            done.push(sql);
-        }
-    }
-    Ok(done)
 }

@@ -89,7 +89,12 @@ pub fn summarize(
         if let Some(f) = fatal.first() {
             return Err(ServerLost(format!("every client lost its connection: {f}")).into());
         }
-        bail!("no query completed during the measured window: lengthen --duration");
+        let secs = after.at.duration_since(before.at).as_secs_f64();
+        bail!(
+            "no query completed during the {secs:.1} s measured window: the server did not \
+             answer in that time (frozen, or overloaded), or the window is too short for one \
+             event of this workload (lengthen --trial, or --duration for bench)"
+        );
     }
     let secs = after.at.duration_since(before.at).as_secs_f64().max(1e-9);
     let per_query = |d: f64| d / queries as f64;
@@ -166,4 +171,37 @@ pub fn merge_reports(reports: Vec<WorkerReport>) -> Result<WorkerReport> {
         }
     }
     Ok(all)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, Instant};
+
+    fn at(t: Instant) -> Snapshot {
+        Snapshot {
+            at: t,
+            client_cpu_us: 0,
+            server_cpu: None,
+            log_bytes: None,
+            status: BTreeMap::new(),
+        }
+    }
+
+    #[test]
+    fn a_window_without_a_query_says_why_in_words_that_fit_run_and_bench() {
+        let t = Instant::now();
+        let e = summarize(
+            vec![WorkerReport::empty(false)],
+            &at(t),
+            &at(t + Duration::from_millis(1500)),
+            None,
+            0.0,
+        )
+        .unwrap_err();
+        let msg = format!("{e:#}");
+        assert!(msg.contains("1.5 s measured window"), "{msg}");
+        assert!(msg.contains("did not answer"), "{msg}");
+        assert!(msg.contains("--trial"), "{msg}");
+    }
 }

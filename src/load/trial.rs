@@ -15,6 +15,7 @@ use crate::results::Trial;
 use crate::server::{Connector, ServerLost};
 use crate::workload::Client;
 use anyhow::Result;
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
@@ -31,14 +32,14 @@ pub fn run_local(
     let server = target.server;
     let threads = plan.threads.max(1) as usize;
     let connector = server.connector(target.workload);
-    let clients = connect_clients(connector.as_ref(), threads)?;
+    let clients = connect_clients(&connector, threads)?;
     let mut admin = status_reader(server, probes)?;
     let queries_mode = plan.queries.is_some();
     let seed = crate::rng::Rng::from_time(threads as u64).next_u64();
     // Fixed-count trials measure from the first query: read the server before the workers
     // start.
     let mut early = queries_mode.then(|| snapshot(server, probes, admin.as_mut()));
-    let (reports, outcome) = with_workers(clients, connector.as_ref(), plan, seed, |shared, t0| {
+    let (reports, outcome) = with_workers(clients, &connector, plan, seed, |shared, t0| {
         let watch = probes.watch.as_ref();
         let mut workers = Workers::new(shared, plan, on_tick);
         if !queries_mode {
@@ -66,7 +67,7 @@ pub fn run_local(
 }
 
 /// Open one connection per client, all before any load: a bad login fails here.
-pub fn connect_clients(connector: &dyn Connector, threads: usize) -> Result<Vec<Client>> {
+pub fn connect_clients(connector: &Connector, threads: usize) -> Result<Vec<Client>> {
     (0..threads)
         .map(|i| {
             connector.connect().map_err(|e| {
@@ -81,13 +82,19 @@ pub fn connect_clients(connector: &dyn Connector, threads: usize) -> Result<Vec<
         .collect()
 }
 
+/// After Ctrl-C, how long the workers may take to finish the statement they are in before
+/// they are left behind (a frozen server would keep them waiting for the client timeout):
+/// the run goes on to restore the server's settings.
+const GRACE: Duration = Duration::from_secs(2);
+
 /// Run one worker per client (warming up, or measuring from the start in queries mode) while
 /// `body` runs on this thread and moves the phases (`begin_measure`); stop them when it
 /// returns, and hand back each worker's report with what `body` returned. `plan.rate` is the
-/// rate of these workers together.
+/// rate of these workers together. After Ctrl-C a worker that does not stop within `GRACE`
+/// is left behind, its report lost (the trial is not kept anyway).
 pub fn with_workers<R>(
     clients: Vec<Client>,
-    connector: &dyn Connector,
+    connector: &Connector,
     plan: &TrialPlan,
     seed: u64,
     body: impl FnOnce(&Shared, Instant) -> R,
@@ -102,37 +109,54 @@ pub fn with_workers<R>(
         },
     );
     shared.window_ns.1 = plan.duration.as_nanos() as u64;
+    let shared = Arc::new(shared);
     let quota = |i: usize| {
         plan.queries
             .map(|n| n / threads as u64 + u64::from((i as u64) < n % threads as u64))
     };
     let t0 = Instant::now();
-    std::thread::scope(|s| {
-        let handles: Vec<_> = clients
-            .into_iter()
-            .enumerate()
-            .map(|(i, client)| {
-                let shared = &shared;
-                let setup = WorkerSetup {
-                    index: i,
-                    quota: quota(i),
-                    schedule: plan
-                        .rate
-                        .map(|r| Schedule::new(r.per_second, r.arrival, i, threads, seed)),
-                    skip_late: plan.rate.and_then(|r| r.skip_late),
-                    t0,
-                };
-                s.spawn(move || worker::run_worker(setup, client, connector, shared))
-            })
-            .collect();
-        let out = body(&shared, t0);
-        shared.phase.store(PHASE_STOP, Ordering::SeqCst);
-        let reports: Vec<WorkerReport> = handles
-            .into_iter()
-            .map(|h| h.join().expect("worker thread panicked"))
-            .collect();
-        (reports, out)
-    })
+    let handles: Vec<_> = clients
+        .into_iter()
+        .enumerate()
+        .map(|(i, client)| {
+            let (shared, connector) = (shared.clone(), connector.clone());
+            let setup = WorkerSetup {
+                index: i,
+                quota: quota(i),
+                schedule: plan
+                    .rate
+                    .map(|r| Schedule::new(r.per_second, r.arrival, i, threads, seed)),
+                skip_late: plan.rate.and_then(|r| r.skip_late),
+                t0,
+            };
+            std::thread::spawn(move || worker::run_worker(setup, client, &connector, &shared))
+        })
+        .collect();
+    let out = body(&shared, t0);
+    shared.phase.store(PHASE_STOP, Ordering::SeqCst);
+    let mut stopped_at: Option<Instant> = None;
+    let mut left = handles;
+    let mut reports = Vec::with_capacity(left.len());
+    loop {
+        let (done, waiting): (Vec<_>, Vec<_>) = left.into_iter().partition(|h| h.is_finished());
+        reports.extend(
+            done.into_iter()
+                .map(|h| h.join().expect("worker thread panicked")),
+        );
+        left = waiting;
+        if left.is_empty() {
+            break;
+        }
+        if crate::interrupt::requested() {
+            let since = *stopped_at.get_or_insert_with(Instant::now);
+            if since.elapsed() >= GRACE {
+                // Left behind, blocked on the server: they end with the process.
+                break;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    (reports, out)
 }
 
 /// The measured window starts now (`at`): workers count from here.

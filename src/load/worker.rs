@@ -185,7 +185,7 @@ fn precise_sleep() {
 pub fn run_worker(
     setup: WorkerSetup,
     mut client: Client,
-    connector: &dyn Connector,
+    connector: &Connector,
     shared: &Shared,
 ) -> WorkerReport {
     let index = setup.index;

@@ -168,7 +168,7 @@ pub(super) fn by_threads(r: &Results) -> String {
                 esc(&c.variant),
                 c.qps_median,
                 c.trials.len(),
-                esc(&overhead_text(c)),
+                esc(&overhead_text(r, c)),
                 c.p95_ms_median,
                 f1(c.server_cpu_us_per_query_median),
                 f1(c.log_bytes_per_query_median)

@@ -17,6 +17,16 @@ use crate::results::Results;
 use anyhow::{Context, Result};
 use std::path::Path;
 
+/// Whether a variant is compared with nothing (its own baseline; in results written before
+/// `baseline` was recorded, the first variant).
+pub fn is_baseline(r: &Results, variant: &str) -> bool {
+    r.variants
+        .iter()
+        .enumerate()
+        .find(|(_, v)| v.name == variant)
+        .is_some_and(|(i, v)| v.baseline == v.name || (v.baseline.is_empty() && i == 0))
+}
+
 /// Write report.html, results.csv and charts/*.svg into `dir`.
 pub fn write_all(dir: &Path, r: &Results) -> Result<()> {
     let write = |name: &str, body: String| {

@@ -8,12 +8,18 @@ fn fmt_opt(v: Option<f64>, digits: usize) -> String {
         .unwrap_or_else(|| "-".into())
 }
 
-/// "12.3% [10.1, 14.4]" or "within noise".
-pub fn overhead_text(c: &Cell) -> String {
+/// "12.3% [10.1, 14.4]", "… within noise", "baseline", or "too few blocks (2)".
+pub fn overhead_text(r: &Results, c: &Cell) -> String {
     match &c.overhead {
-        None => "baseline".into(),
+        None if super::is_baseline(r, &c.variant) => "baseline".into(),
+        None => too_few(c),
         Some(o) => Interval::overhead(o).to_string(),
     }
+}
+
+/// A non-baseline cell without an interval: "too few blocks (2)".
+pub fn too_few(c: &Cell) -> String {
+    format!("too few blocks ({})", c.trials.len())
 }
 
 /// Render the results as a plain-text table.
@@ -107,7 +113,7 @@ pub(super) fn by_threads(r: &Results, width: usize) -> String {
                 c.variant,
                 c.qps_median,
                 c.trials.len(),
-                overhead_text(c),
+                overhead_text(r, c),
                 c.p95_ms_median,
                 fmt_opt(c.server_cpu_us_per_query_median, 1),
                 fmt_opt(c.log_bytes_per_query_median, 0),

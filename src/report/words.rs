@@ -3,7 +3,7 @@
 
 use super::interval::Interval;
 use crate::results::{Cell, Overhead, Results};
-use crate::stats::overhead::robust_disagrees;
+use crate::stats::overhead::{MIN_BLOCKS, robust_disagrees};
 
 /// How a variant reads in a sentence.
 pub fn phrase(r: &Results, variant: &str, feature: Option<&str>) -> String {
@@ -53,11 +53,12 @@ pub(super) fn closed_loop_headlines(r: &Results) -> Vec<String> {
     r.variants
         .iter()
         .skip(1)
+        .filter(|v| !super::is_baseline(r, &v.name))
         .filter_map(|v| {
             let mut cells: Vec<&Cell> = r
                 .cells
                 .iter()
-                .filter(|c| c.variant == v.name && c.overhead.is_some())
+                .filter(|c| c.variant == v.name && !c.trials.is_empty())
                 .collect();
             cells.sort_by_key(|c| c.threads);
             let top = cells
@@ -65,12 +66,18 @@ pub(super) fn closed_loop_headlines(r: &Results) -> Vec<String> {
                 .find(|c| c.threads == r.headline_threads)
                 .or(cells.last())
                 .copied()?;
-            let o = top.overhead.as_ref()?;
             let mut who = phrase(r, &v.name, v.feature.as_deref());
             if v.feature.as_deref().is_some_and(|f| f != v.name) {
                 who += &format!(" ({})", v.name);
             }
             let at = format!("at {} {}", top.threads, plural(top.threads));
+            let Some(o) = top.overhead.as_ref() else {
+                return Some(capitalize(&format!(
+                    "{who}: too few blocks {at} for an interval ({}; an interval needs at \
+                     least {MIN_BLOCKS}).",
+                    super::table::too_few(top)
+                )));
+            };
             let robust = o.robust.as_ref().filter(|_| robust_disagrees(o));
             let (value, ci) = match robust {
                 Some(e) => (e.value, e.ci95),

@@ -54,6 +54,16 @@ pub trait Settings: Send {
     fn persisted(&mut self, _names: &[&str]) -> Result<Option<BTreeMap<String, Option<String>>>> {
         Ok(None)
     }
+    /// The text of the file where the server persists changed settings
+    /// (postgresql.auto.conf), when it has one and this login may read it.
+    fn persisted_text(&mut self) -> Result<Option<String>> {
+        Ok(None)
+    }
+    /// Put that file's own bytes back (its comments, its quoting) once the settings in it
+    /// are the ones `original` holds; Some(what was done, or why it could not be).
+    fn restore_persisted_text(&mut self, _original: &str) -> Result<Option<String>> {
+        Ok(None)
+    }
     /// For each setting (name, value): None when it switches live, else the server option
     /// that sets it at start-up (PostgreSQL's postmaster-context settings, and those of a
     /// library that exists only once the server loads it at start). The MySQL family
@@ -65,6 +75,11 @@ pub trait Settings: Send {
     fn relevant_names(&self) -> &'static [&'static str];
     /// Prove the privilege to change a variable without changing it. Err: the reason.
     fn probe_set_privilege(&mut self, name: &str, current: &str) -> Result<(), String>;
+    /// Whether the server would take this value for the variable (its type, its list of
+    /// values, its range), asked without changing anything. Err: why not.
+    fn check_value(&mut self, name: &str, value: &str) -> Result<(), String>;
+    /// The connections the server allows and those in use now (None: it does not say).
+    fn connection_room(&mut self) -> Result<Option<(u64, u64)>>;
     /// Status counters worth reporting per query (cumulative values).
     fn status_counters(&mut self) -> Result<BTreeMap<String, f64>>;
     /// Can the server run this feature? Changes nothing.
@@ -75,8 +90,13 @@ pub trait Settings: Send {
 /// through settings instead).
 pub trait Plugins: Send {
     /// Whether a plugin is loaded.
-    fn plugin_active(&mut self, _plugin: &Plugin) -> Result<bool> {
-        Ok(false)
+    fn plugin_active(&mut self, plugin: &Plugin) -> Result<bool> {
+        Ok(self.plugin_status(plugin)?.is_some())
+    }
+    /// A plugin's status when the server has it in any state (loaded, disabled,
+    /// registered): then it is the user's, and dbtax neither installs nor removes it.
+    fn plugin_status(&mut self, _plugin: &Plugin) -> Result<Option<String>> {
+        Ok(None)
     }
     /// The statement that installs a plugin.
     fn install_sql(&self, plugin: &Plugin) -> String {
@@ -99,8 +119,16 @@ pub trait Plugins: Send {
 /// What a run holds on a server: its identity, the run lock, the journal's server copy.
 pub trait Held: Send {
     /// What names this server however it is reached (socket or TCP, any host name, any
-    /// client machine): its UUID, or host name + port + datadir.
+    /// client machine): its own UUID where it has one, else the id dbtax stamped on it
+    /// (`stamp_identity`), else (never stamped: no journal of dbtax's can exist for it) host
+    /// name, port and datadir. Reads only.
     fn identity(&mut self) -> Result<String>;
+    /// Make sure the server has an identity no other server shares: where it has no UUID of
+    /// its own (MariaDB has no server_uuid; two servers with one host name, port and datadir
+    /// path in two mount namespaces look alike), a random id kept in a `dbtax_identity` table
+    /// of dbtax's `schema` (which exists), made the first time a run changes anything.
+    /// Returns the identity from now on.
+    fn stamp_identity(&mut self, schema: &str) -> Result<String>;
     /// Take the server-wide run lock without waiting; held until this connection closes.
     /// Ok(false): another connection holds it.
     fn try_run_lock(&mut self) -> Result<bool>;

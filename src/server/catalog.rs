@@ -27,6 +27,12 @@ pub struct Feature {
     pub on: &'static [(&'static str, &'static str)],
     /// Global settings that switch it off (the baseline state).
     pub off: &'static [(&'static str, &'static str)],
+    /// Settings it needs that govern more than the feature (log_output decides where the
+    /// general and the slow log both write): held at one value in every variant of the run,
+    /// the baseline too, so that variants differ only in their features.
+    pub held: &'static [(&'static str, &'static str)],
+    /// What else a held setting governs, for the plan's note.
+    pub held_why: &'static str,
     /// A plugin to install first (and uninstall at the end) when absent.
     pub plugin: Option<Plugin>,
     /// The plugin is loaded only in the variants that have this feature (installed and

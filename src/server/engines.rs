@@ -44,6 +44,8 @@ pub struct EngineDef {
     pub feature: fn(&str) -> Option<Feature>,
     /// How its server's CPU is counted.
     pub cpu: CpuScope,
+    /// Schemas (databases) that belong to the server itself: dbtax never works in them.
+    pub system_schemas: &'static [&'static str],
     /// Its own single-row read benchmark, the demo's workload (sysbench's point select on
     /// the MySQL family, pgbench's select-only on PostgreSQL).
     pub point_select: WorkloadKind,
@@ -76,6 +78,23 @@ pub fn for_managed(kind: &str) -> Option<&'static EngineDef> {
 }
 
 impl EngineDef {
+    /// Refuse a schema of the server's own (mysql, pg_catalog...): dbtax creates its tables
+    /// and its journal there.
+    pub fn check_schema(&self, schema: &str) -> Result<()> {
+        if self
+            .system_schemas
+            .iter()
+            .any(|s| s.eq_ignore_ascii_case(schema))
+        {
+            return Err(crate::error::usage(format!(
+                "'{schema}' is the server's own schema: dbtax creates tables (sbtest, \
+                 dbtax_journal) in the schema it works in, so give it one of its own with \
+                 --schema NAME (the default is dbtax). Nothing was changed"
+            )));
+        }
+        Ok(())
+    }
+
     /// Server options a managed server must start with for these features (the binary log
     /// for binlog-sync, a preloaded library): known before the server runs.
     pub fn managed_start_opts<'a>(&self, names: impl IntoIterator<Item = &'a str>) -> Vec<String> {

@@ -18,13 +18,14 @@ pub mod value;
 pub use crate::error::ServerLost;
 use crate::error::usage;
 use crate::results::TargetInfo;
-use crate::workload::session::{DbError, Kind, Session};
+use crate::workload::session::{DbError, Dialer, Kind, Session};
 use crate::workload::{Client, PreparedWorkload, Workload, WorkloadKind};
 pub use admin::{Admin, Held, Plugins, Settings, Support, SupportContext};
 use anyhow::{Context, Result};
 use catalog::Feature;
 use engines::{CpuScope, EngineDef};
 use std::path::PathBuf;
+use std::sync::Arc;
 pub use url::TargetSpec;
 
 /// Reject identifiers (schema and variable names) that would need quoting tricks.
@@ -67,24 +68,20 @@ pub struct ServerConfig {
     pub managed: ManagedConfig,
 }
 
-/// Makes client connections, their workload's statements prepared; workers call it again to
-/// reconnect.
-pub trait Connector: Sync {
+/// Makes client connections, their workload's statements prepared; workers keep one to
+/// reconnect. It owns what it needs (no borrow of the server), so a worker stuck on a frozen
+/// server can be left behind while the run restores.
+#[derive(Clone)]
+pub struct Connector {
+    dialer: Arc<dyn Dialer>,
+    workload: Arc<PreparedWorkload>,
+}
+
+impl Connector {
     /// A new client.
-    fn connect(&self) -> Result<Client, DbError>;
-}
-
-/// Clients of one server, in dbtax's schema, running one prepared workload.
-struct SessionConnector<'a> {
-    engine: &'a dyn Engine,
-    schema: &'a str,
-    workload: &'a PreparedWorkload,
-}
-
-impl Connector for SessionConnector<'_> {
-    fn connect(&self) -> Result<Client, DbError> {
-        let session = self.engine.session(Some(self.schema))?;
-        Client::new(session, self.workload).map_err(|e| match e.kind {
+    pub fn connect(&self) -> Result<Client, DbError> {
+        let session = self.dialer.dial()?;
+        Client::new(session, &self.workload).map_err(|e| match e.kind {
             Kind::Lost => e,
             _ => DbError {
                 kind: Kind::Refused,
@@ -105,8 +102,15 @@ pub trait Engine: Send + Sync {
     /// A client connection in `schema` (None: no default database, for checks before dbtax's
     /// schema exists).
     fn session(&self, schema: Option<&str>) -> Result<Box<dyn Session>, DbError>;
+    /// What opens client sessions in `schema`, for the workers.
+    fn dialer(&self, schema: &str) -> Arc<dyn Dialer>;
     /// Refuse a workload this engine cannot run (bad input, before anything changes).
     fn accepts(&self, _workload: &Workload) -> Result<()> {
+        Ok(())
+    }
+    /// Refuse, before anything changes, a workload whose existing tables in `schema` this
+    /// login may not use as the workload does (a usage error naming the GRANT).
+    fn check_access(&self, _schema: &str, _workload: &Workload) -> Result<()> {
         Ok(())
     }
     /// Create the schema and the workload's tables when absent (reuse sysbench's), run
@@ -247,12 +251,11 @@ impl Server {
     }
 
     /// Client connections for a prepared workload, in dbtax's schema.
-    pub fn connector<'a>(&'a self, workload: &'a PreparedWorkload) -> Box<dyn Connector + 'a> {
-        Box::new(SessionConnector {
-            engine: self.engine.as_ref(),
-            schema: &self.schema,
-            workload,
-        })
+    pub fn connector(&self, workload: &PreparedWorkload) -> Connector {
+        Connector {
+            dialer: self.engine.dialer(&self.schema),
+            workload: Arc::new(workload.clone()),
+        }
     }
 
     /// Create the workload's tables when absent, run its setup; progress goes to `say`.
@@ -262,15 +265,18 @@ impl Server {
         say: &mut dyn FnMut(&str),
     ) -> Result<PreparedWorkload> {
         workload.validate()?;
-        self.engine.accepts(workload)?;
+        self.check_statements(workload)?;
         let prepared = self.engine.prepare(&self.schema, workload, say)?;
         self.check_queries(workload, true)?;
         Ok(prepared)
     }
 
-    /// Check the workload's statements before anything is created (preflight).
+    /// Check the workload before anything is created (preflight): a schema of dbtax's own,
+    /// a workload the engine runs, statements the server takes.
     pub fn check_statements(&self, workload: &Workload) -> Result<()> {
+        self.engine().check_schema(&self.schema)?;
         self.engine.accepts(workload)?;
+        self.engine.check_access(&self.schema, workload)?;
         self.check_queries(workload, false)
     }
 

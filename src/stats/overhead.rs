@@ -52,10 +52,16 @@ pub fn mean_ci_with(xs: &[f64], q: fn(usize) -> f64) -> Option<(f64, f64)> {
     Some((mean, q(xs.len() - 1) * var_of_mean.sqrt()))
 }
 
-/// The sample mean and the estimated variance of that mean (s² / n). None below 2 values.
+/// Fewer paired blocks (or trials) than this give no interval: with 2, t(1)'s quantile is
+/// 12.7 and an interval like −112% [−262911, +100] says nothing; the words say "too few
+/// blocks" instead.
+pub const MIN_BLOCKS: usize = 3;
+
+/// The sample mean and the estimated variance of that mean (s² / n). None below
+/// `MIN_BLOCKS` values.
 fn mean_and_variance_of_mean(xs: &[f64]) -> Option<(f64, f64)> {
     let n = xs.len();
-    if n < 2 {
+    if n < MIN_BLOCKS {
         return None;
     }
     let mean = xs.iter().sum::<f64>() / n as f64;
@@ -69,10 +75,11 @@ pub fn mean_ci(xs: &[f64]) -> Option<(f64, f64)> {
 }
 
 /// Two-sided p-value of an estimate `mean` with standard error `se` against 0, Student's t
-/// with `df` degrees of freedom.
+/// with `df` degrees of freedom. No spread, no evidence: a zero-variance sample (a
+/// sleep-bound query, a counter that cannot move) is never significant.
 fn two_sided_p(mean: f64, se: f64, df: usize) -> f64 {
-    if se == 0.0 {
-        return if mean == 0.0 { 1.0 } else { 0.0 };
+    if se == 0.0 || !se.is_finite() {
+        return 1.0;
     }
     StudentsT::new(0.0, 1.0, df as f64)
         .map(|t| 2.0 * (1.0 - t.cdf((mean / se).abs())))
@@ -103,7 +110,7 @@ pub fn overhead_of_corrected(logs: &[f64], extra_var: f64) -> Option<Overhead> {
     Some(Overhead {
         pct: pct(mean),
         ci95_pct: [lo, hi],
-        significant: lo > 0.0 || hi < 0.0,
+        significant: p_value < 0.05,
         blocks: n as u32,
         p_value,
         robust,
@@ -178,14 +185,24 @@ mod tests {
     }
 
     #[test]
-    fn constant_ratio_gives_exact_overhead_and_zero_width() {
+    fn constant_ratio_gives_exact_overhead_and_zero_width_but_no_claim() {
         let base = [100.0, 200.0, 150.0];
         let var = [80.0, 160.0, 120.0];
         let o = paired_overhead(&base, &var).unwrap();
         assert!((o.pct - 20.0).abs() < 1e-9);
         assert!(half_width(&o) < 1e-9);
-        assert!(o.significant);
+        // No spread is no evidence: never significant, whatever the point estimate.
+        assert!(!o.significant, "{o:?}");
+        assert_eq!(o.p_value, 1.0);
         assert_eq!(o.blocks, 3);
+    }
+
+    #[test]
+    fn two_blocks_give_no_interval() {
+        // With t(1) the interval would be −112% [−262911, +100]: not a number worth printing.
+        assert!(paired_overhead(&[100.0, 90.0], &[50.0, 95.0]).is_none());
+        assert!(paired_difference(&[1.0, 2.0], &[3.0, 5.0]).is_none());
+        assert!(paired_overhead(&[100.0, 90.0, 80.0], &[50.0, 95.0, 70.0]).is_some());
     }
 
     #[test]

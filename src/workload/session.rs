@@ -64,6 +64,14 @@ impl DbError {
     }
 }
 
+/// Opens sessions to one database of one server, on any thread and as often as a worker
+/// reconnects. It holds connection settings only (never the engine), so a worker that a
+/// frozen server keeps waiting can be left behind.
+pub trait Dialer: Send + Sync {
+    /// A new session.
+    fn dial(&self) -> Result<Box<dyn Session>, DbError>;
+}
+
 /// One connection to a server, as the scripts use it.
 pub trait Session: Send {
     /// Prepare a statement (`?` placeholders); returns its handle on this session.

@@ -246,7 +246,8 @@ fn check_trials_are_their_agents_sums(v: &serde_json::Value, agents: usize) {
 fn two_ssh_agents_measure_the_slow_log_and_settings_come_back(ctx: &Ctx) {
     let (slow, long) = (ctx.var("slow_query_log"), ctx.var("long_query_time"));
     let agents = format!("{},{}", ctx.agent(), ctx.agent());
-    let o = ctx.run(&ctx.run_args("t_agents", &agents, "2", "two"));
+    // Three blocks: the fewest that give an interval.
+    let o = ctx.run(&ctx.run_args("t_agents", &agents, "3", "two"));
     ok(&o);
     let v = validate_results(&ctx.work.join("two/results.json"));
     assert_eq!(v["complete"], true);

@@ -27,19 +27,20 @@ pub(crate) fn dry_run_prints_statements_and_changes_nothing(ctx: &Ctx) {
 pub(crate) fn run_measures_and_restores_every_setting(ctx: &Ctx) {
     ctx.set("long_query_time", "7");
     let out = ctx.out_dir("run");
-    let o = ctx.run(&ctx.run_args("t_run", &["general-log", "slow-log"], "1,3", "2", &out));
+    // Three blocks: the fewest that give an interval.
+    let o = ctx.run(&ctx.run_args("t_run", &["general-log", "slow-log"], "1,3", "3", &out));
     ok(&o);
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(
         stdout.contains("threads 3") && stdout.contains("general-log"),
         "{stdout}"
     );
-    // Without a terminal, progress is one plain line per block: 2 rounds × 2 thread counts,
+    // Without a terminal, progress is one plain line per block: 3 rounds × 2 thread counts,
     // after a warm-up round of 6 trials that are not counted.
     let stderr = String::from_utf8_lossy(&o.stderr);
     let blocks: Vec<&str> = stderr.lines().filter(|l| l.contains(" trials] ")).collect();
-    assert_eq!(blocks.len(), 4, "{stderr}");
-    assert!(blocks[3].starts_with("[18/18 trials]"), "{stderr}");
+    assert_eq!(blocks.len(), 6, "{stderr}");
+    assert!(blocks[5].starts_with("[24/24 trials]"), "{stderr}");
     assert!(stderr.contains("warm-up round"), "{stderr}");
     let v = validate_results(&out.join("results.json"));
     assert_eq!(v["complete"], true);
@@ -53,7 +54,7 @@ pub(crate) fn run_measures_and_restores_every_setting(ctx: &Ctx) {
             .iter()
             .map(|t| t["block"].as_u64().unwrap())
             .collect();
-        assert_eq!(blocks, [0, 1], "{c}");
+        assert_eq!(blocks, [0, 1, 2], "{c}");
         for t in c["trials"].as_array().unwrap() {
             assert!(t["position"].as_u64().unwrap() < 3, "{t}");
             assert!(t["started_at"].as_str().unwrap().ends_with('Z'), "{t}");
@@ -72,7 +73,7 @@ pub(crate) fn run_measures_and_restores_every_setting(ctx: &Ctx) {
         );
         for feature in ["general-log", "slow-log"] {
             let c = cell(&v, feature, t);
-            assert_eq!(c["trials"].as_array().unwrap().len(), 2);
+            assert_eq!(c["trials"].as_array().unwrap().len(), 3);
             assert!(c["overhead"]["ci95_pct"].is_array(), "{c}");
             // Each query writes a line of log: tens of bytes at least.
             assert!(

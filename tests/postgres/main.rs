@@ -5,6 +5,7 @@
 //! and the privilege probe are the real ones. The managed demo and the missing-pgaudit check
 //! start clusters of their own through dbtax.
 
+mod breaks;
 #[path = "../common/mod.rs"]
 mod common;
 
@@ -222,7 +223,8 @@ fn bench_reuses_pgbench_tables_with_their_row_counts_unchanged(ctx: &Ctx) {
 
 fn a_run_measures_statement_logging_and_puts_auto_conf_back_byte_for_byte(ctx: &Ctx) {
     let conf = preset_auto_conf(ctx);
-    let args = ctx.run_args("dbtax", &["log-statement", "log-min-duration"], "0.5s", "2");
+    // Three blocks: the fewest that give an interval.
+    let args = ctx.run_args("dbtax", &["log-statement", "log-min-duration"], "0.5s", "3");
     let o = ctx.run(&args);
     ok(&o);
     let out = args.last().unwrap();
@@ -449,5 +451,10 @@ fn dbtax_scenarios() -> &'static [common::Scenario<Ctx>] {
         a_user_without_privileges_gets_exit_2_and_nothing_changes,
         pgaudit_missing_is_unsupported_and_names_the_package,
         the_managed_demo_answers_the_three_questions,
+        breaks::a_hand_edited_auto_conf_comes_back_byte_for_byte,
+        breaks::a_journal_table_the_login_cannot_read_is_refused,
+        breaks::a_table_the_login_may_not_read_is_refused_naming_the_grant,
+        breaks::the_restart_hint_names_this_engines_managed_target,
+        breaks::a_restart_only_setting_left_running_is_named_then_finished,
     ]
 }

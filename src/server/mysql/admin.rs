@@ -5,6 +5,7 @@
 
 use super::{clean_error, db_error, global_status, global_vars, grants_text, set_global_sql};
 use crate::server::catalog::{Feature, Plugin};
+use crate::server::value::{self, Domain};
 use crate::server::{Held, Plugins, ServerLost, Settings, Support, SupportContext};
 use anyhow::Result;
 use mysql::prelude::Queryable;
@@ -51,6 +52,20 @@ fn failed(sql: &str, e: mysql::Error) -> anyhow::Error {
     match e {
         mysql::Error::MySqlError(_) => anyhow::anyhow!("{sql}: {}", clean_error(&e)),
         other => ServerLost(clean_error(&other)).into(),
+    }
+}
+
+/// A journal table this login cannot read may hold another run's pending restore: working on
+/// the server as if it were clean would measure (and journal) the settings that run left.
+fn unreadable_journal(table: &str, e: mysql::Error) -> anyhow::Error {
+    match e {
+        mysql::Error::MySqlError(_) => crate::error::usage(format!(
+            "the server keeps a dbtax journal in {table} that this user cannot read ({}): an \
+             earlier run may have left settings to restore. Ask its owner to run `dbtax \
+             restore`, or grant this user SELECT on it. Nothing was changed",
+            clean_error(&e)
+        )),
+        other => db_error(other),
     }
 }
 
@@ -104,6 +119,55 @@ impl Settings for MysqlAdmin {
             .map_err(|e| format!("this user may not change {name}: {}", clean_error(&e)))
     }
 
+    /// MariaDB describes every variable in information_schema.SYSTEM_VARIABLES; MySQL has no
+    /// such table, and its values go unchecked here.
+    fn check_value(&mut self, name: &str, value: &str) -> Result<(), String> {
+        type Row = (String, Option<String>, Option<String>, Option<String>);
+        let row: Option<Row> = self
+            .conn
+            .exec_first(
+                "SELECT VARIABLE_TYPE, ENUM_VALUE_LIST, NUMERIC_MIN_VALUE, NUMERIC_MAX_VALUE \
+                 FROM information_schema.SYSTEM_VARIABLES WHERE VARIABLE_NAME = ?",
+                (name.to_ascii_uppercase(),),
+            )
+            .ok()
+            .flatten();
+        let Some((kind, list, min, max)) = row else {
+            return Ok(());
+        };
+        let words = || {
+            list.as_deref()
+                .unwrap_or("")
+                .split(',')
+                .map(str::to_string)
+                .collect()
+        };
+        let number = |s: &Option<String>| s.as_deref().and_then(|x| x.parse::<f64>().ok());
+        let domain = match kind.as_str() {
+            "ENUM" => Domain::Enum(words()),
+            "SET" => Domain::Set(words()),
+            "BOOLEAN" => Domain::Bool,
+            k if k.contains("INT") || k == "DOUBLE" => Domain::Number {
+                min: number(&min),
+                max: number(&max),
+                units: false,
+            },
+            _ => Domain::Any,
+        };
+        value::check(&domain, value)
+    }
+
+    fn connection_room(&mut self) -> Result<Option<(u64, u64)>> {
+        let max = self.global_vars(&["max_connections"])?;
+        let used: Option<(String, String)> = self
+            .conn
+            .query_first("SHOW GLOBAL STATUS LIKE 'Threads_connected'")
+            .map_err(db_error)?;
+        let max = max.get("max_connections").and_then(|v| v.parse().ok());
+        let used = used.and_then(|(_, v)| v.parse().ok());
+        Ok(max.zip(used))
+    }
+
     fn status_counters(&mut self) -> Result<BTreeMap<String, f64>> {
         global_status(&mut self.conn)
     }
@@ -134,6 +198,17 @@ impl Settings for MysqlAdmin {
                 )));
             }
             notes.push(format!("restarts the server with --{opts} for its trials"));
+        }
+        if let Some(p) = &f.plugin
+            && let Some(status) = self.plugin_status(p)?
+            && !status.eq_ignore_ascii_case("ACTIVE")
+        {
+            return Ok(Support::No(format!(
+                "the {} plugin is installed on this server but {status}: it is yours, and \
+                 dbtax leaves it as it is (it would have to load or remove it). Enable it \
+                 (or uninstall it yourself) first",
+                p.soname
+            )));
         }
         if let Some(p) = &f.plugin
             && !self.plugin_active(p)?
@@ -204,6 +279,14 @@ impl Settings for MysqlAdmin {
 
 impl Plugins for MysqlAdmin {
     fn plugin_active(&mut self, p: &Plugin) -> Result<bool> {
+        Ok(self
+            .plugin_status(p)?
+            .is_some_and(|s| s.eq_ignore_ascii_case("ACTIVE")))
+    }
+
+    /// Its status in information_schema.PLUGINS (ACTIVE, DISABLED, INACTIVE...), or a row in
+    /// mysql.plugin for one registered but not loaded: either way it is the user's.
+    fn plugin_status(&mut self, p: &Plugin) -> Result<Option<String>> {
         let status: Option<String> = self
             .conn
             .exec_first(
@@ -211,7 +294,17 @@ impl Plugins for MysqlAdmin {
                 (p.name,),
             )
             .map_err(db_error)?;
-        Ok(status.is_some_and(|s| s.eq_ignore_ascii_case("ACTIVE")))
+        if status.is_some() {
+            return Ok(status);
+        }
+        let registered: Option<String> = self
+            .conn
+            .exec_first(
+                "SELECT dl FROM mysql.plugin WHERE UPPER(name) = ?",
+                (p.name,),
+            )
+            .unwrap_or(None);
+        Ok(registered.map(|_| "REGISTERED (in mysql.plugin, not loaded)".to_string()))
     }
 
     fn install_sql(&self, p: &Plugin) -> String {
@@ -243,6 +336,10 @@ impl Held for MysqlAdmin {
         self.identity_of()
     }
 
+    fn stamp_identity(&mut self, schema: &str) -> Result<String> {
+        self.stamp(schema)
+    }
+
     fn try_run_lock(&mut self) -> Result<bool> {
         let got: Option<Option<i64>> = self
             .conn
@@ -266,9 +363,10 @@ impl Held for MysqlAdmin {
                 (id,),
             )
             .map_err(db_error)?;
+        // PROCESSLIST's TIME is the time in the connection's current state, not its age.
         Ok(Some(match row {
             Some((user, host, secs)) => format!(
-                "connection {id} of {}@{}, connected {} s ago",
+                "connection {id} of {}@{}, in its current state for {} s",
                 user.unwrap_or_default(),
                 host.unwrap_or_default(),
                 secs.unwrap_or(0)
@@ -308,7 +406,7 @@ impl Held for MysqlAdmin {
                     format!("SELECT journal FROM {table} WHERE server = ?"),
                     (key,),
                 )
-                .unwrap_or_default();
+                .map_err(|e| unreadable_journal(&format!("{schema}.{JOURNAL_TABLE}"), e))?;
             out.extend(rows.into_iter().map(|j| (schema.clone(), j)));
         }
         Ok(out)
@@ -327,22 +425,62 @@ const RUN_LOCK: &str = "dbtax.run";
 /// The table that keeps the journal on the server, in dbtax's schema.
 const JOURNAL_TABLE: &str = "dbtax_journal";
 
+/// The table that keeps the identity dbtax stamped on a server without a UUID.
+const IDENTITY_TABLE: &str = "dbtax_identity";
+
 impl MysqlAdmin {
+    /// The server's UUID (MySQL), or the id dbtax stamped on it (any schema), if any.
+    fn own_identity(&mut self) -> Result<Option<String>> {
+        let v = global_vars(&mut self.conn, &["server_uuid"])?;
+        if let Some(uuid) = v.get("server_uuid").filter(|u| !u.is_empty()) {
+            return Ok(Some(format!("mysql-{uuid}")));
+        }
+        let schemas: Vec<String> = self
+            .conn
+            .exec(
+                "SELECT TABLE_SCHEMA FROM information_schema.TABLES WHERE TABLE_NAME = ? \
+                 ORDER BY CREATE_TIME, TABLE_SCHEMA",
+                (IDENTITY_TABLE,),
+            )
+            .map_err(db_error)?;
+        for schema in schemas {
+            let table = format!("{}.{IDENTITY_TABLE}", super::quote_ident(&schema));
+            let id: Option<String> = self
+                .conn
+                .query_first(format!("SELECT id FROM {table} LIMIT 1"))
+                .unwrap_or(None);
+            if let Some(id) = id {
+                return Ok(Some(format!("mysql-dbtax-{id}")));
+            }
+        }
+        Ok(None)
+    }
+
     fn identity_of(&mut self) -> Result<String> {
-        let v = global_vars(
-            &mut self.conn,
-            &["server_uuid", "hostname", "port", "datadir"],
-        )?;
+        if let Some(id) = self.own_identity()? {
+            return Ok(id);
+        }
+        let v = global_vars(&mut self.conn, &["hostname", "port", "datadir"])?;
         let get = |k: &str| v.get(k).cloned().unwrap_or_default();
-        Ok(match v.get("server_uuid") {
-            Some(uuid) if !uuid.is_empty() => format!("mysql-{uuid}"),
-            _ => format!(
-                "mysql-{}-{}-{}",
-                get("hostname"),
-                get("port"),
-                get("datadir")
-            ),
-        })
+        Ok(format!(
+            "mysql-{}-{}-{}",
+            get("hostname"),
+            get("port"),
+            get("datadir")
+        ))
+    }
+
+    fn stamp(&mut self, schema: &str) -> Result<String> {
+        if let Some(id) = self.own_identity()? {
+            return Ok(id);
+        }
+        let id = crate::host::random_id();
+        let table = format!("{}.{IDENTITY_TABLE}", super::quote_ident(schema));
+        self.run(format!(
+            "CREATE TABLE IF NOT EXISTS {table} (id VARCHAR(64) NOT NULL PRIMARY KEY)"
+        ))?;
+        self.run(format!("INSERT INTO {table} (id) VALUES ('{id}')"))?;
+        Ok(format!("mysql-dbtax-{id}"))
     }
 }
 

@@ -3,11 +3,17 @@
 use super::Flavor;
 use crate::server::catalog::{Feature, Plugin};
 
+/// log_output decides where the general log and the slow log both write.
+const LOG_OUTPUT: &[(&str, &str)] = &[("log_output", "FILE")];
+const LOG_OUTPUT_WHY: &str = "it decides where the general log and the slow log both write";
+
 const GENERAL_LOG: Feature = Feature {
     name: "general-log",
     description: "general query log to a file (general_log=ON, log_output=FILE)",
-    on: &[("log_output", "FILE"), ("general_log", "ON")],
+    on: &[("general_log", "ON")],
     off: &[("general_log", "OFF")],
+    held: LOG_OUTPUT,
+    held_why: LOG_OUTPUT_WHY,
     plugin: None,
     plugin_switched: false,
     log_file_vars: &["general_log_file"],
@@ -19,12 +25,10 @@ const GENERAL_LOG: Feature = Feature {
 const SLOW_LOG: Feature = Feature {
     name: "slow-log",
     description: "slow query log of every query (slow_query_log=ON, long_query_time=0)",
-    on: &[
-        ("log_output", "FILE"),
-        ("long_query_time", "0"),
-        ("slow_query_log", "ON"),
-    ],
+    on: &[("long_query_time", "0"), ("slow_query_log", "ON")],
     off: &[("slow_query_log", "OFF")],
+    held: LOG_OUTPUT,
+    held_why: LOG_OUTPUT_WHY,
     plugin: None,
     plugin_switched: false,
     log_file_vars: &["slow_query_log_file"],
@@ -44,6 +48,8 @@ const AUDIT_MARIADB: Feature = Feature {
         ("server_audit_logging", "ON"),
     ],
     off: &[("server_audit_logging", "OFF")],
+    held: &[],
+    held_why: "",
     plugin: Some(Plugin {
         name: "SERVER_AUDIT",
         soname: "server_audit",
@@ -60,6 +66,8 @@ const AUDIT_PERCONA: Feature = Feature {
     description: "Percona audit_log plugin logging every query (audit_log_policy=QUERIES)",
     on: &[("audit_log_policy", "QUERIES")],
     off: &[("audit_log_policy", "NONE")],
+    held: &[],
+    held_why: "",
     plugin: Some(Plugin {
         name: "AUDIT_LOG",
         soname: "audit_log",
@@ -93,6 +101,8 @@ const BINLOG_SYNC: Feature = Feature {
     description: "fsync the binary log at every commit (sync_binlog=1 vs 0)",
     on: &[("sync_binlog", "1")],
     off: &[("sync_binlog", "0")],
+    held: &[],
+    held_why: "",
     plugin: None,
     plugin_switched: false,
     log_file_vars: &[],
@@ -112,6 +122,8 @@ const fn restart_only(
         description,
         on: &[],
         off: &[],
+        held: &[],
+        held_why: "",
         plugin: None,
         plugin_switched: false,
         log_file_vars: &[],
@@ -138,6 +150,8 @@ const REDO_FLUSH: Feature = Feature {
     description: "flush the InnoDB redo log at every commit (innodb_flush_log_at_trx_commit=1 vs 0)",
     on: &[("innodb_flush_log_at_trx_commit", "1")],
     off: &[("innodb_flush_log_at_trx_commit", "0")],
+    held: &[],
+    held_why: "",
     plugin: None,
     plugin_switched: false,
     log_file_vars: &[],

@@ -15,10 +15,11 @@ use super::engines::{CpuScope, EngineDef, Opened};
 use super::url::TargetSpec;
 use super::{Admin, Engine, ManagedConfig, ServerLost};
 use crate::error::usage;
-use crate::workload::session::{DbError, Session};
+use crate::workload::session::{DbError, Dialer, Session};
 use crate::workload::{PreparedWorkload, Workload, WorkloadKind};
 use managed::ManagedServer;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 use url::MysqlUrl;
 
@@ -42,6 +43,7 @@ pub static ENGINE: EngineDef = EngineDef {
     feature: |name| catalog::lookup(name, Flavor::Mariadb),
     cpu: CpuScope::Process,
     point_select: WorkloadKind::PointSelect,
+    system_schemas: &["mysql", "information_schema", "performance_schema", "sys"],
 };
 
 /// Which server of the family answers (their catalogs differ in the audit plugin).
@@ -115,6 +117,17 @@ const ADMIN_TIMEOUT: Duration = Duration::from_secs(20);
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(60);
 
 impl MysqlEngine {
+    /// Client sessions: the client's timeouts (a user's query may be slow).
+    fn client_dialer(&self, schema: Option<&str>) -> session::MysqlDialer {
+        let opts = self
+            .base_opts
+            .clone()
+            .db_name(schema.map(str::to_string))
+            .read_timeout(Some(CLIENT_TIMEOUT))
+            .write_timeout(Some(CLIENT_TIMEOUT));
+        session::MysqlDialer(opts.into())
+    }
+
     fn conn(&self, schema: Option<&str>) -> Result<::mysql::Conn> {
         let opts = self
             .base_opts
@@ -156,13 +169,11 @@ impl Engine for MysqlEngine {
     }
 
     fn session(&self, schema: Option<&str>) -> Result<Box<dyn Session>, DbError> {
-        let opts = self
-            .base_opts
-            .clone()
-            .db_name(schema.map(str::to_string))
-            .read_timeout(Some(CLIENT_TIMEOUT))
-            .write_timeout(Some(CLIENT_TIMEOUT));
-        Ok(Box::new(session::MysqlSession::connect(opts.into())?))
+        self.client_dialer(schema).dial()
+    }
+
+    fn dialer(&self, schema: &str) -> Arc<dyn Dialer> {
+        Arc::new(self.client_dialer(Some(schema)))
     }
 
     /// pgbench's scripts are PostgreSQL's: refused here with what to use instead.
@@ -297,11 +308,22 @@ pub fn db_error(e: ::mysql::Error) -> anyhow::Error {
     }
 }
 
-/// The server's message without the crate's prefixes, for one-paragraph errors.
+/// The server's message without the crate's prefixes (`CodecError { … }`, `DriverError
+/// { … }`), for one-paragraph errors.
 pub fn clean_error(e: &::mysql::Error) -> String {
     match e {
         ::mysql::Error::MySqlError(m) => format!("{} (error {})", m.message, m.code),
         ::mysql::Error::IoError(io) => format!("{io}"),
+        // "IO error: `Broken pipe (os error 32)'": the crate's codec quotes the I/O error.
+        ::mysql::Error::CodecError(c) => {
+            let text = c.to_string();
+            text.strip_prefix("IO error: `")
+                .and_then(|t| t.strip_suffix('\''))
+                .map(str::to_string)
+                .unwrap_or(text)
+        }
+        ::mysql::Error::DriverError(d) => format!("{d}"),
+        ::mysql::Error::UrlError(u) => format!("{u}"),
         other => other.to_string(),
     }
 }

@@ -4,7 +4,7 @@
 //! them. Driver errors become `DbError`s here.
 
 use super::clean_error;
-use crate::workload::session::{DbError, Kind, Session, Stmt, Value};
+use crate::workload::session::{DbError, Dialer, Kind, Session, Stmt, Value};
 use mysql::prelude::Queryable;
 
 /// MariaDB/MySQL errors that mean "the statement is wrong", whatever the tables.
@@ -26,6 +26,15 @@ pub fn db_error(e: mysql::Error) -> DbError {
     DbError {
         message: clean_error(&e),
         kind,
+    }
+}
+
+/// Sessions with these options.
+pub struct MysqlDialer(pub mysql::Opts);
+
+impl Dialer for MysqlDialer {
+    fn dial(&self) -> Result<Box<dyn Session>, DbError> {
+        Ok(Box::new(MysqlSession::connect(self.0.clone())?))
     }
 }
 

@@ -81,6 +81,10 @@ impl MysqlUrl {
         if u.host.is_empty() {
             u.host = "localhost".into();
         }
+        if u.socket.is_some() {
+            // Through a socket the port means nothing (a server may even have none).
+            u.port = 3306;
+        }
         Ok(u)
     }
 
@@ -109,10 +113,11 @@ impl MysqlUrl {
         } else {
             format!("?{}", params.join("&"))
         };
-        format!(
-            "mysql://{user}{pass}@{}:{}/{db}{query}",
-            self.host, self.port
-        )
+        let port = match self.socket {
+            Some(_) => String::new(),
+            None => format!(":{}", self.port),
+        };
+        format!("mysql://{user}{pass}@{}{port}/{db}{query}", self.host)
     }
 
     /// The URL with the password replaced by `***`: the only form that is ever printed.
@@ -182,6 +187,11 @@ mod tests {
         assert_eq!(u.db, None);
         assert_eq!(u.connect_timeout, Some(Duration::from_secs(5)));
         assert_eq!(MysqlUrl::parse(&u.text(true)).unwrap(), u);
+        // Through a socket there is no port to show (a server may have none).
+        assert_eq!(
+            u.redacted(),
+            "mysql://root@localhost/?socket=/tmp/x.sock&connect_timeout=5"
+        );
         let e = MysqlUrl::parse("mysql://u:pw@h/?ssl-mode=REQUIRED").unwrap_err();
         assert!(format!("{e:#}").contains("TLS"), "{e:#}");
         let e = MysqlUrl::parse("mysql://u:hunter2@h/?bogus=1").unwrap_err();

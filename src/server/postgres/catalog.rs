@@ -14,6 +14,8 @@ const NONE: Feature = Feature {
     description: "",
     on: &[],
     off: &[],
+    held: &[],
+    held_why: "",
     plugin: None,
     plugin_switched: false,
     log_file_vars: &[CURRENT_LOGFILE],

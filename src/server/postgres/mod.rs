@@ -17,11 +17,12 @@ use super::engines::{CpuScope, EngineDef, Opened};
 use super::url::TargetSpec;
 use super::{Admin, Engine, ManagedConfig, ServerLost};
 use crate::error::usage;
-use crate::workload::session::{DbError, Session};
+use crate::workload::session::{DbError, Dialer, Session};
 use crate::workload::{PreparedWorkload, Workload, WorkloadKind};
 use anyhow::Result;
 use managed::PgManaged;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 use url::PgUrl;
 
@@ -41,6 +42,13 @@ pub static ENGINE: EngineDef = EngineDef {
     feature: catalog::lookup,
     cpu: CpuScope::ProcessTree,
     point_select: WorkloadKind::SelectOnly,
+    system_schemas: &[
+        "template0",
+        "template1",
+        "pg_catalog",
+        "information_schema",
+        "pg_toast",
+    ],
 };
 
 /// The database admin connections use (the run lock lives there): PostgreSQL's maintenance
@@ -176,6 +184,44 @@ impl Engine for PgEngine {
             (first, _, _) => first?,
         };
         Ok(Box::new(s))
+    }
+
+    fn dialer(&self, schema: &str) -> Arc<dyn Dialer> {
+        Arc::new(session::PgDialer(self.config(schema)))
+    }
+
+    /// Privileges are checked when a statement runs, not when it is prepared: ask for them
+    /// on every table the workload uses that exists already.
+    fn check_access(&self, schema: &str, workload: &Workload) -> Result<()> {
+        let Ok(mut conn) = self.connect(schema) else {
+            // No database yet: dbtax will create it and own its tables.
+            return Ok(());
+        };
+        for (table, privileges) in tables::used(workload) {
+            let exists: bool = conn
+                .query_one("SELECT to_regclass($1) IS NOT NULL", &[&table])
+                .map_err(db_error)?
+                .get(0);
+            if !exists {
+                continue;
+            }
+            for p in privileges {
+                let ok: bool = conn
+                    .query_one("SELECT has_table_privilege($1, $2)", &[&table, p])
+                    .map_err(db_error)?
+                    .get(0);
+                if !ok {
+                    return Err(usage(format!(
+                        "this user may not {p} {table} in database '{schema}' on {}, which the \
+                         {} workload does: GRANT {p} ON {table} TO <user> (or run as its \
+                         owner). Nothing was changed",
+                        self.shown,
+                        workload.kind.name()
+                    )));
+                }
+            }
+        }
+        Ok(())
     }
 
     fn prepare(

@@ -5,7 +5,7 @@
 //! become `DbError`s here.
 
 use super::clean_error;
-use crate::workload::session::{DbError, Kind, Session, Stmt, Value};
+use crate::workload::session::{DbError, Dialer, Kind, Session, Stmt, Value};
 use bytes::BytesMut;
 use postgres::types::{IsNull, ToSql, Type, to_sql_checked};
 
@@ -65,6 +65,15 @@ impl ToSql for Value<'_> {
     }
 
     to_sql_checked!();
+}
+
+/// Sessions with this configuration.
+pub struct PgDialer(pub postgres::Config);
+
+impl Dialer for PgDialer {
+    fn dial(&self) -> Result<Box<dyn Session>, DbError> {
+        Ok(Box::new(PgSession::connect(&self.0)?))
+    }
 }
 
 /// One connection and the statements prepared on it.

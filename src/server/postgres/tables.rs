@@ -24,6 +24,31 @@ fn exists(c: &mut postgres::Client, table: &str) -> Result<bool> {
     )
 }
 
+/// The tables a workload uses, and what it does on each (for the privilege check).
+pub fn used(workload: &crate::workload::Workload) -> Vec<(String, &'static [&'static str])> {
+    use crate::workload::WorkloadKind as K;
+    match workload.kind {
+        K::Query => vec![],
+        K::SelectOnly => vec![("pgbench_accounts".into(), &["SELECT"])],
+        K::SimpleUpdate | K::TpcbLike => vec![
+            ("pgbench_accounts".into(), &["SELECT", "UPDATE"]),
+            ("pgbench_tellers".into(), &["UPDATE"]),
+            ("pgbench_branches".into(), &["UPDATE"]),
+            ("pgbench_history".into(), &["INSERT"]),
+        ],
+        k => {
+            let what: &'static [&'static str] = match k {
+                K::ReadWrite => &["SELECT", "UPDATE", "DELETE", "INSERT"],
+                K::Insert => &["INSERT"],
+                _ => &["SELECT"],
+            };
+            (1..=workload.tables)
+                .map(|t| (format!("sbtest{t}"), what))
+                .collect()
+        }
+    }
+}
+
 /// Use the pgbench tables when present; else create them at `scale`. Returns the scale and
 /// whether dbtax created them.
 pub fn prepare_pgbench(

@@ -11,6 +11,9 @@ use anyhow::Result;
 const RUN_LOCK: i64 = 0x6462_7478;
 /// The table that keeps the journal on the server, in dbtax's database.
 const JOURNAL_TABLE: &str = "dbtax_journal";
+/// The table that keeps the identity dbtax stamped on a cluster whose system identifier this
+/// login may not read.
+const IDENTITY_TABLE: &str = "dbtax_identity";
 
 impl PgAdmin {
     /// `Admin::try_run_lock`: the advisory lock, without waiting.
@@ -51,6 +54,9 @@ impl PgAdmin {
              journal text NOT NULL, saved_at timestamptz NOT NULL DEFAULT now())"
         ))
         .map_err(db_error)?;
+        // Every login may see that a run left something to restore (the journal holds
+        // setting values, no secret); the owner alone may grant it.
+        let _ = c.batch_execute(&format!("GRANT SELECT ON {JOURNAL_TABLE} TO PUBLIC"));
         c.execute(
             &format!(
                 "INSERT INTO {JOURNAL_TABLE} (server, journal) VALUES ($1, $2) ON CONFLICT \
@@ -64,37 +70,47 @@ impl PgAdmin {
 
     /// `Admin::load_server_journals`: every database that has the table, searched.
     pub(super) fn load_journals(&mut self, key: &str) -> Result<Vec<(String, String)>> {
-        let dbs: Vec<String> = self
-            .conn
-            .query(
-                "SELECT datname FROM pg_database WHERE datallowconn AND NOT datistemplate",
-                &[],
-            )
-            .map_err(db_error)?
-            .into_iter()
-            .map(|r| r.get(0))
-            .collect();
         let mut out = vec![];
-        for db in dbs {
+        for (db, mut c) in self.databases_with(JOURNAL_TABLE)? {
+            let rows = c
+                .query(
+                    &format!("SELECT journal FROM {JOURNAL_TABLE} WHERE server = $1"),
+                    &[&key],
+                )
+                .map_err(|e| {
+                    if e.as_db_error().is_some() {
+                        crate::error::usage(format!(
+                            "the server keeps a dbtax journal in {db}.{JOURNAL_TABLE} that this \
+                             user cannot read ({}): an earlier run may have left settings to \
+                             restore. Ask its owner to run `dbtax restore`, or grant this user \
+                             SELECT on it. Nothing was changed",
+                            super::super::clean_error(&e)
+                        ))
+                    } else {
+                        db_error(e)
+                    }
+                })?;
+            out.extend(rows.into_iter().map(|r| (db.clone(), r.get(0))));
+        }
+        Ok(out)
+    }
+
+    /// A connection to each database (that this user may enter) holding dbtax's `table`.
+    fn databases_with(&mut self, table: &str) -> Result<Vec<(String, postgres::Client)>> {
+        let mut out = vec![];
+        for db in self.databases()? {
             let Ok(mut c) = self.journal_conn(&db) else {
                 continue;
             };
             let has = c
                 .query_one(
                     "SELECT to_regclass($1) IS NOT NULL",
-                    &[&format!("public.{JOURNAL_TABLE}")],
+                    &[&format!("public.{table}")],
                 )
                 .is_ok_and(|r| r.get::<_, bool>(0));
-            if !has {
-                continue;
+            if has {
+                out.push((db, c));
             }
-            let rows = c
-                .query(
-                    &format!("SELECT journal FROM {JOURNAL_TABLE} WHERE server = $1"),
-                    &[&key],
-                )
-                .unwrap_or_default();
-            out.extend(rows.into_iter().map(|r| (db.clone(), r.get(0))));
         }
         Ok(out)
     }
@@ -108,6 +124,54 @@ impl PgAdmin {
         )
         .map_err(|e| db_error(e).context("removing the journal on the server"))?;
         Ok(())
+    }
+
+    /// The cluster's system identifier, or the id dbtax stamped on it (any database).
+    pub(super) fn own_identity(&mut self) -> Result<Option<String>> {
+        if let Ok(r) = self
+            .conn
+            .query_one("SELECT system_identifier FROM pg_control_system()", &[])
+        {
+            return Ok(Some(format!("postgres-{}", r.get::<_, i64>(0))));
+        }
+        for (_, mut c) in self.databases_with(IDENTITY_TABLE)? {
+            if let Ok(Some(r)) =
+                c.query_opt(&format!("SELECT id FROM {IDENTITY_TABLE} LIMIT 1"), &[])
+            {
+                return Ok(Some(format!("postgres-dbtax-{}", r.get::<_, String>(0))));
+            }
+        }
+        Ok(None)
+    }
+
+    /// `Held::stamp_identity`.
+    pub(super) fn stamp(&mut self, schema: &str) -> Result<String> {
+        if let Some(id) = self.own_identity()? {
+            return Ok(id);
+        }
+        let id = crate::host::random_id();
+        let mut c = self.journal_conn(schema)?;
+        c.batch_execute(&format!(
+            "CREATE TABLE IF NOT EXISTS {IDENTITY_TABLE} (id text PRIMARY KEY); \
+             INSERT INTO {IDENTITY_TABLE} (id) VALUES ('{id}'); \
+             GRANT SELECT ON {IDENTITY_TABLE} TO PUBLIC"
+        ))
+        .map_err(|e| db_error(e).context("stamping the server's identity"))?;
+        Ok(format!("postgres-dbtax-{id}"))
+    }
+
+    /// Every database a run's tables could be in.
+    fn databases(&mut self) -> Result<Vec<String>> {
+        Ok(self
+            .conn
+            .query(
+                "SELECT datname FROM pg_database WHERE datallowconn AND NOT datistemplate",
+                &[],
+            )
+            .map_err(db_error)?
+            .into_iter()
+            .map(|r| r.get(0))
+            .collect())
     }
 
     fn journal_conn(&self, db: &str) -> Result<postgres::Client> {

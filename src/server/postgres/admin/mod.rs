@@ -3,13 +3,14 @@
 //! `dbtax_journal` table of dbtax's database. Nothing here changes the server except the
 //! statements the trait names as changes.
 
+mod autoconf;
 mod held;
 mod probe;
 
 use super::catalog::CURRENT_LOGFILE;
 use super::{db_error, quote_literal};
 use crate::server::catalog::Feature;
-use crate::server::value::same_value;
+use crate::server::value::{self, Domain, same_value};
 use crate::server::{Held, Plugins, Settings, Support, SupportContext};
 use anyhow::Result;
 use std::collections::{BTreeMap, BTreeSet};
@@ -208,6 +209,14 @@ impl Settings for PgAdmin {
         ))
     }
 
+    fn persisted_text(&mut self) -> Result<Option<String>> {
+        self.auto_conf()
+    }
+
+    fn restore_persisted_text(&mut self, original: &str) -> Result<Option<String>> {
+        self.put_back_auto_conf(original)
+    }
+
     fn restart_only(&mut self, settings: &[(String, String)]) -> Result<Vec<Option<String>>> {
         let names: Vec<&str> = settings.iter().map(|(k, _)| k.as_str()).collect();
         let known = self.settings(&names)?;
@@ -256,6 +265,51 @@ impl Settings for PgAdmin {
         self.probe_privilege(name)
     }
 
+    /// pg_settings describes every setting: its type, its enum values, its range.
+    fn check_value(&mut self, name: &str, value: &str) -> Result<(), String> {
+        self.load_owner_libraries(&[name]);
+        let row = self
+            .conn
+            .query_opt(
+                "SELECT vartype, enumvals, min_val, max_val FROM pg_settings WHERE name = $1",
+                &[&name.to_ascii_lowercase()],
+            )
+            .ok()
+            .flatten();
+        let Some(row) = row else {
+            return Ok(());
+        };
+        let (kind, list, min, max): (String, Option<Vec<String>>, Option<String>, Option<String>) =
+            (row.get(0), row.get(1), row.get(2), row.get(3));
+        let number = |s: &Option<String>| s.as_deref().and_then(|x| x.parse::<f64>().ok());
+        let domain = match kind.as_str() {
+            "enum" => Domain::Enum(list.unwrap_or_default()),
+            "bool" => Domain::Bool,
+            "integer" | "real" => Domain::Number {
+                min: number(&min),
+                max: number(&max),
+                units: true,
+            },
+            _ => Domain::Any,
+        };
+        value::check(&domain, value)
+    }
+
+    /// max_connections less the slots kept for superusers, and the backends now.
+    fn connection_room(&mut self) -> Result<Option<(u64, u64)>> {
+        let row = self
+            .conn
+            .query_one(
+                "SELECT current_setting('max_connections')::int8 \
+                 - current_setting('superuser_reserved_connections')::int8, \
+                 (SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend')",
+                &[],
+            )
+            .map_err(db_error)?;
+        let (max, used): (i64, i64) = (row.get(0), row.get(1));
+        Ok(Some((max.max(0) as u64, used.max(0) as u64)))
+    }
+
     fn status_counters(&mut self) -> Result<BTreeMap<String, f64>> {
         let row = self
             .conn
@@ -276,26 +330,26 @@ impl Settings for PgAdmin {
 impl Plugins for PgAdmin {}
 
 impl Held for PgAdmin {
-    /// The cluster's system identifier (set by initdb, the same however it is reached).
+    /// The cluster's system identifier (set by initdb, the same however it is reached);
+    /// for a login that may not read it, the id dbtax stamped on the cluster.
     fn identity(&mut self) -> Result<String> {
-        match self
-            .conn
-            .query_one("SELECT system_identifier FROM pg_control_system()", &[])
-        {
-            Ok(r) => Ok(format!("postgres-{}", r.get::<_, i64>(0))),
-            Err(_) => {
-                let row = self
-                    .conn
-                    .query_one(
-                        "SELECT coalesce(inet_server_addr()::text, 'socket'), \
-                         current_setting('port'), current_setting('cluster_name')",
-                        &[],
-                    )
-                    .map_err(db_error)?;
-                let (a, p, c): (String, String, String) = (row.get(0), row.get(1), row.get(2));
-                Ok(format!("postgres-{}-{a}-{p}-{c}", crate::host::hostname()))
-            }
+        if let Some(id) = self.own_identity()? {
+            return Ok(id);
         }
+        let row = self
+            .conn
+            .query_one(
+                "SELECT coalesce(inet_server_addr()::text, 'socket'), \
+                 current_setting('port'), current_setting('cluster_name')",
+                &[],
+            )
+            .map_err(db_error)?;
+        let (a, p, c): (String, String, String) = (row.get(0), row.get(1), row.get(2));
+        Ok(format!("postgres-{}-{a}-{p}-{c}", crate::host::hostname()))
+    }
+
+    fn stamp_identity(&mut self, schema: &str) -> Result<String> {
+        self.stamp(schema)
     }
 
     fn try_run_lock(&mut self) -> Result<bool> {

@@ -11,7 +11,8 @@ use anyhow::Result;
 /// What a setting's change needs that this login may lack, as GRANT statements.
 const GRANTS: &str = "GRANT ALTER SYSTEM ON PARAMETER <name> TO <user>; GRANT EXECUTE ON \
                       FUNCTION pg_reload_conf() TO <user>; GRANT SELECT ON pg_file_settings TO \
-                      <user> (PostgreSQL 15+), or make it a superuser";
+                      <user>; GRANT EXECUTE ON FUNCTION pg_show_all_file_settings() TO <user> \
+                      (PostgreSQL 15+), or make it a superuser";
 
 impl PgAdmin {
     /// Superusers may; others need ALTER SYSTEM on the parameter, pg_reload_conf() and
@@ -26,7 +27,8 @@ impl PgAdmin {
             .query_one(
                 "SELECT has_parameter_privilege($1, 'ALTER SYSTEM'), \
                  has_function_privilege('pg_reload_conf()', 'EXECUTE'), \
-                 has_table_privilege('pg_file_settings', 'SELECT')",
+                 has_table_privilege('pg_file_settings', 'SELECT') \
+                 AND has_function_privilege('pg_show_all_file_settings()', 'EXECUTE')",
                 &[&name],
             )
             .map_err(why)?;

@@ -1,0 +1,185 @@
+//! Two MariaDB servers that look alike: same host name, no TCP port (`--skip-networking`),
+//! the same datadir path, each in a mount namespace of its own with a tmpfs at that path.
+//! Their host name + port + datadir is the same, so a journal keyed by it would be applied to
+//! the wrong one. dbtax stamps each with an id of its own before its first change: a run
+//! killed on A leaves nothing to restore on B, and a journal file of A's put where B's would
+//! be is refused, naming both.
+
+use super::*;
+
+/// A server started in its own mount namespace: `unshare -m` mounts a tmpfs at `shared`,
+/// initializes a datadir there and execs mariadbd (the pid is the server's).
+struct Twin {
+    child: Child,
+    socket: PathBuf,
+}
+
+impl Twin {
+    fn start(shared: &Path, socket: PathBuf, log: &Path) -> Twin {
+        let script = format!(
+            "mount -t tmpfs -o size=400m tmpfs {dir} && \
+             mariadb-install-db --no-defaults --datadir={dir}/data --user=root \
+             --auth-root-authentication-method=normal --skip-test-db >{log} 2>&1 && \
+             exec mariadbd --no-defaults --datadir={dir}/data --socket={sock} \
+             --skip-networking --user=root --innodb-buffer-pool-size=64M \
+             --log-error={dir}/error.log",
+            dir = shared.display(),
+            log = log.display(),
+            sock = socket.display()
+        );
+        let child = Command::new("unshare")
+            .args(["-m", "--propagation", "private", "sh", "-c", &script])
+            .stdin(Stdio::null())
+            .spawn()
+            .expect("unshare (util-linux)");
+        let twin = Twin { child, socket };
+        wait_for("a twin server to answer", Duration::from_secs(90), || {
+            twin.socket.exists() && mysql::Conn::new(twin.opts()).is_ok()
+        });
+        twin
+    }
+
+    fn opts(&self) -> mysql::OptsBuilder {
+        mysql::OptsBuilder::new()
+            .user(Some("root"))
+            .socket(Some(self.socket.to_string_lossy().into_owned()))
+    }
+
+    fn url(&self, schema: &str) -> String {
+        format!(
+            "mysql://root@localhost/{schema}?socket={}",
+            self.socket.display()
+        )
+    }
+
+    fn var(&self, name: &str) -> String {
+        let v: Option<String> = mysql::Conn::new(self.opts())
+            .unwrap()
+            .query_first(format!("SELECT @@GLOBAL.{name}"))
+            .unwrap();
+        v.unwrap_or_default()
+    }
+
+    fn set(&self, sql: &str) {
+        mysql::Conn::new(self.opts())
+            .unwrap()
+            .query_drop(sql)
+            .unwrap();
+    }
+}
+
+impl Drop for Twin {
+    fn drop(&mut self) {
+        // By its pid: mariadbd (exec'd by the namespace's shell); its tmpfs goes with it.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGKILL) };
+        let _ = self.child.wait();
+    }
+}
+
+pub fn a_journal_is_never_applied_to_another_server(ctx: &Ctx) {
+    let shared = ctx.work.join("same-datadir");
+    std::fs::create_dir_all(&shared).unwrap();
+    let probe = Command::new("unshare").args(["-m", "true"]).status();
+    if !probe.is_ok_and(|s| s.success()) {
+        println!("identity: SKIPPED, no mount namespaces here");
+        return;
+    }
+    let a = Twin::start(
+        &shared,
+        ctx.work.join("twin-a.sock"),
+        &ctx.work.join("twin-a.log"),
+    );
+    let b = Twin::start(
+        &shared,
+        ctx.work.join("twin-b.sock"),
+        &ctx.work.join("twin-b.log"),
+    );
+    let same = |name: &str| a.var(name) == b.var(name);
+    assert!(
+        same("hostname") && same("port") && same("datadir"),
+        "the twins look alike"
+    );
+    a.set("SET GLOBAL long_query_time = 4");
+    b.set("SET GLOBAL long_query_time = 7");
+    let state = ctx.work.join("twin-state");
+    let dbtax = || common::dbtax(&state);
+    // Killed -9 on A, with the slow log on.
+    let mut args = common::run_args(
+        &a.url("t_twin"),
+        &["slow-log"],
+        "2",
+        "30",
+        &ctx.work.join("twin-a"),
+    );
+    args.push("--no-warmup-round".into());
+    let mut child = dbtax()
+        .args(&args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for("the slow log on A", Duration::from_secs(90), || {
+        a.var("slow_query_log") == "1"
+    });
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // B has nothing to restore: A's journal is not B's.
+    let r = dbtax()
+        .args(["restore", "--target", &b.url("")])
+        .output()
+        .unwrap();
+    assert_eq!(r.status.code(), Some(0), "{}", text(&r));
+    assert!(
+        String::from_utf8_lossy(&r.stdout).contains("Nothing to restore"),
+        "{}",
+        text(&r)
+    );
+    assert_eq!(b.var("long_query_time"), "7.000000", "B got A's journal");
+    // B stamped by a short run of its own; A's journal copied where B's would be: refused.
+    let o = dbtax()
+        .args(common::run_args(
+            &b.url("t_twin"),
+            &["general-log"],
+            "1",
+            "2",
+            &ctx.work.join("twin-b"),
+        ))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let id: Option<String> = mysql::Conn::new(b.opts())
+        .unwrap()
+        .query_first("SELECT id FROM t_twin.dbtax_identity")
+        .unwrap();
+    let key: String = format!("mysql-dbtax-{}", id.expect("B's stamp"))
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
+    let journals = state.join("journal");
+    let a_journal = std::fs::read_dir(&journals)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|x| x == "json"))
+        .expect("A's journal");
+    let b_path = journals.join(format!("{key}.json"));
+    std::fs::copy(&a_journal, &b_path).unwrap();
+    let r = dbtax()
+        .args(["restore", "--target", &b.url("")])
+        .output()
+        .unwrap();
+    assert_eq!(r.status.code(), Some(2), "{}", text(&r));
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert!(err.contains("was written for server"), "{err}");
+    assert_eq!(b.var("long_query_time"), "7.000000");
+    std::fs::remove_file(&b_path).unwrap();
+    // A's own restore puts A back.
+    let r = dbtax()
+        .args(["restore", "--target", &a.url("")])
+        .output()
+        .unwrap();
+    assert_eq!(r.status.code(), Some(0), "{}", text(&r));
+    assert_eq!(a.var("slow_query_log"), "0");
+    assert_eq!(a.var("long_query_time"), "4.000000");
+    println!("identity: twins told apart; A's journal never applied to B");
+}
