@@ -127,6 +127,16 @@ pub struct TargetArgs {
     /// Managed targets: also listen on 127.0.0.1 at this TCP port.
     #[arg(long)]
     pub port: Option<u16>,
+    /// Where the server and dbtax's load run when they share this machine, e.g.
+    /// server=1,load=0. A managed server is started on the server's CPUs; a user's server is
+    /// never moved (bind it yourself, e.g. `taskset -acp 1 PID`). Default: an even split of
+    /// the CPUs for a managed server; the CPUs a user's bound server leaves free.
+    #[arg(long, value_name = "server=LIST,load=LIST", conflicts_with = "no_pin")]
+    pub cpus: Option<String>,
+    /// Let server and load share every core, and say so in the results (the scheduler is then
+    /// part of the number).
+    #[arg(long)]
+    pub no_pin: bool,
 }
 
 /// What the clients do.
@@ -273,7 +283,8 @@ pub struct RunArgs {
     /// Measured time per trial.
     #[arg(long, value_parser = crate::units::duration)]
     pub trial: Option<Duration>,
-    /// Settle time after each switch, before measuring.
+    /// The longest settle after each switch, before measuring: the warm-up ends sooner, once
+    /// the throughput of successive 100 ms windows shows no trend (never before 0.3 s). Default 1s.
     #[arg(long, value_parser = crate::units::duration)]
     pub warmup: Option<Duration>,
     /// Blocks per thread count (every variant once per block, in random order).
@@ -335,6 +346,10 @@ pub struct DemoArgs {
         value_name = "TARGET"
     )]
     pub target: String,
+    /// Let the server and the load share every core (by default the server gets one half of
+    /// the CPUs, the load the other); the results then say so.
+    #[arg(long)]
+    pub no_pin: bool,
 }
 
 /// `dbtax features`.

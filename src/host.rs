@@ -11,9 +11,7 @@ pub fn host_info() -> HostInfo {
         .and_then(|l| l.split(':').nth(1))
         .map(|s| s.trim().to_string())
         .unwrap_or_default();
-    let cores = std::thread::available_parallelism()
-        .map(|n| n.get() as u32)
-        .unwrap_or(1);
+    let cores = online_cores();
     let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
     let memory_bytes = meminfo
         .lines()
@@ -32,6 +30,14 @@ pub fn host_info() -> HostInfo {
         memory_bytes,
         kernel,
     }
+}
+
+/// The machine's online CPUs, whatever this process is bound to (`available_parallelism`
+/// counts only the CPUs this thread may use: one, once the load is pinned).
+pub fn online_cores() -> u32 {
+    // SAFETY: sysconf has no preconditions.
+    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    if n > 0 { n as u32 } else { 1 }
 }
 
 /// 128 random bits as hex, from the kernel (a server's identity stamp: no two servers may

@@ -5,6 +5,7 @@ pub mod agent;
 pub mod cli;
 pub mod commands;
 pub mod config;
+pub mod cpus;
 pub mod error;
 pub mod experiment;
 pub mod feature;

@@ -285,6 +285,7 @@ impl Pool {
                 weight: a.spec.weight,
                 arch: a.hello.arch.clone(),
                 cores: a.hello.cores,
+                cpus: a.hello.cpus.clone(),
                 version: a.hello.version.clone(),
                 rtt_ms: a.rtt_ns as f64 / 1e6,
                 clock_offset_ms: a.offset_ns as f64 / 1e6,

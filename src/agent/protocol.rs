@@ -140,6 +140,9 @@ pub struct Hello {
     pub arch: String,
     /// Its CPU cores.
     pub cores: u32,
+    /// The CPUs its load may run on (its affinity).
+    #[serde(default)]
+    pub cpus: Vec<usize>,
     /// Its clock, ns since the Unix epoch.
     pub clock_ns: u64,
 }

@@ -97,9 +97,8 @@ fn hello() -> Hello {
         version: VERSION.to_string(),
         host: crate::host::hostname(),
         arch: std::env::consts::ARCH.to_string(),
-        cores: std::thread::available_parallelism()
-            .map(|n| n.get() as u32)
-            .unwrap_or(1),
+        cores: crate::host::online_cores(),
+        cpus: crate::cpus::allowed(),
         clock_ns: protocol::clock_ns(),
     }
 }

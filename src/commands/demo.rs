@@ -27,6 +27,11 @@ pub fn run(args: DemoArgs) -> Result<()> {
             server_bin: args.server_bin.clone(),
             ..Default::default()
         },
+        cpus: if args.no_pin {
+            crate::cpus::Choice::Off
+        } else {
+            crate::cpus::Choice::Auto
+        },
     };
     let opts = RunOptions {
         out: args.out.clone(),

@@ -45,6 +45,11 @@ pub fn server_config(args: &TargetArgs, file_target: Option<&str>) -> Result<Ser
     if let Some(s) = &args.schema {
         validate_identifier("--schema", s)?;
     }
+    let cpus = match (&args.cpus, args.no_pin) {
+        (_, true) => crate::cpus::Choice::Off,
+        (Some(c), false) => crate::cpus::parse_choice(c).map_err(|e| usage(format!("{e:#}")))?,
+        (None, false) => crate::cpus::Choice::Auto,
+    };
     Ok(ServerConfig {
         spec,
         schema: args.schema.clone(),
@@ -52,7 +57,9 @@ pub fn server_config(args: &TargetArgs, file_target: Option<&str>) -> Result<Ser
             server_bin: args.server_bin.clone(),
             server_opts: args.server_opts.clone(),
             port: args.port,
+            cpus: None,
         },
+        cpus,
     })
 }
 

@@ -73,7 +73,8 @@ fn base(name: &str, workload: Workload, threads: Vec<u32>, repeats: u32) -> Expe
         workload,
         threads,
         trial: Duration::from_secs(2),
-        warmup: Duration::from_millis(500),
+        // The longest settle: the warm-up ends once the throughput is steady.
+        warmup: Duration::from_secs(1),
         stop: StopRule::Repeats(repeats),
         variants: vec![],
         max_log_bytes: None,
@@ -194,7 +195,7 @@ pub fn build(name: &str, size: Size) -> Result<Experiment> {
             let threads = pick(vec![1, 16], vec![1, 4, 16, 64], vec![1, 4, 16, 64, 128]);
             let mut e = base(name, w, threads, if quick { 4 } else { 8 });
             e.trial = Duration::from_secs(1);
-            e.warmup = Duration::from_millis(if quick { 300 } else { 500 });
+            e.warmup = Duration::from_secs(1);
             e.target = Some("managed:postgres".into());
             e.variants = variants_for_features(
                 &["log-statement", "log-min-duration", "pgaudit"].map(String::from),
@@ -209,7 +210,7 @@ pub fn build(name: &str, size: Size) -> Result<Experiment> {
             let threads = pick(vec![4, 16], vec![1, 4, 16, 64], vec![1, 4, 16, 64, 128]);
             let mut e = base(name, w, threads, if quick { 4 } else { 8 });
             e.trial = Duration::from_secs(1);
-            e.warmup = Duration::from_millis(if quick { 300 } else { 500 });
+            e.warmup = Duration::from_secs(1);
             e.target = Some("managed:postgres".into());
             e.variants = product(&[
                 (
@@ -289,8 +290,8 @@ pub fn demo(quick: bool, workload: WorkloadKind) -> Experiment {
         threads,
         0,
     );
-    e.trial = Duration::from_secs(1);
-    e.warmup = Duration::from_millis(250);
+    e.trial = Duration::from_millis(500);
+    e.warmup = Duration::from_secs(1);
     e.headline_threads = Some(DEMO_HEADLINE);
     e.stop = StopRule::Precision {
         points,

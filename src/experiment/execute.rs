@@ -103,11 +103,10 @@ pub(super) fn conclude(
     let error = match outcome {
         Ok(o) => {
             results.cells = o.cells;
-            results.carry_over_pct = o.carry_over_pct;
             if let Some(r) = results.rate.as_mut() {
                 r.calibration = o.calibration;
             }
-            results.intervals = o.intervals;
+            results.analysis = o.analysis;
             results
                 .warnings
                 .extend(o.warnings.iter().map(|w| w.to_string()));
@@ -124,10 +123,13 @@ pub(super) fn conclude(
         .filter(|a| a.host == "local" || a.hostname == here_name)
         .map(|a| a.host.clone())
         .collect();
-    results.warnings.extend(
-        super::warnings::client_cpu(&results.cells, results.host.cores, &here)
-            .map(|w| w.to_string()),
-    );
+    // Pinned, the clients' CPU is not the server's: nothing to warn of.
+    if !results.pinned {
+        results.warnings.extend(
+            super::warnings::client_cpu(&results.cells, results.host.cores, &here)
+                .map(|w| w.to_string()),
+        );
+    }
     write_results(&dir, &results)?;
     let reports_written = !results.cells.iter().all(|c| c.trials.is_empty());
     if reports_written {

@@ -42,9 +42,10 @@ pub(super) fn header(
         headline_threads: exp.headline_threads(),
         variants: variant_infos(plan, originals),
         cells: vec![],
-        warnings: vec![],
-        carry_over_pct: None,
-        intervals: 0,
+        warnings: plan.cpus.warning.iter().cloned().collect(),
+        cpus: plan.cpus.cpus.clone(),
+        pinned: plan.cpus.pinned,
+        analysis: Default::default(),
         agents: vec![],
         rate: exp.open_loop.as_ref().map(|o| RateRun {
             levels: o.levels.iter().map(|l| l.label()).collect(),

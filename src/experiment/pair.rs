@@ -189,8 +189,7 @@ fn split_outcome(sides: &Sides, o: runner::Outcome) -> [runner::Outcome; 2] {
     let [ca, cb] = sides.split(&o.cells);
     let side = |cells| runner::Outcome {
         cells,
-        carry_over_pct: o.carry_over_pct.clone(),
-        intervals: o.intervals,
+        analysis: o.analysis.clone(),
         warnings: o.warnings.clone(),
         calibration: o.calibration.clone(),
     };

@@ -137,6 +137,8 @@ pub struct Plan {
     pub restarter: Restarter,
     /// What dbtax will do besides SET GLOBAL (install a plugin, restart...).
     pub notes: Vec<String>,
+    /// Where server and load run (filled in by `session::open`, once the server is reached).
+    pub cpus: crate::cpus::Placement,
 }
 
 impl Plan {

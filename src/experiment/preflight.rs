@@ -76,6 +76,14 @@ pub fn preflight(exp: &Experiment, server: &Server, restart_cmd: Option<&str>) -
     let names: Vec<&str> = touched.iter().map(String::as_str).collect();
     let current = admin.global_vars(&names)?;
     notes.extend(held_notes(&held, &current));
+    if exp.variants.len() == 2 && exp.open_loop.is_none() {
+        notes.push(
+            "carry-over: the trial right after a switch is corrected for; one lasting two \
+             trials cannot be told apart with two variants, so each warm-up runs until the \
+             throughput is steady (at most --warmup) and a slower first half is reported"
+                .into(),
+        );
+    }
     let log_file_vars: Vec<&'static str> = features
         .iter()
         .flat_map(|f| f.log_file_vars.iter().copied())
@@ -134,6 +142,7 @@ pub fn preflight(exp: &Experiment, server: &Server, restart_cmd: Option<&str>) -
         log_files,
         restarter,
         notes,
+        cpus: Default::default(),
     })
 }
 

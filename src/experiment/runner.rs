@@ -39,6 +39,11 @@ pub trait Bench {
     /// Rate mode's calibration: a closed-loop trial of the current variant at `threads`,
     /// whose events per second are the capacity a rate level's share is taken of.
     fn calibrate(&mut self, threads: u32, observer: &mut dyn Observer) -> Result<Trial>;
+    /// The time the run has taken so far on this bench's own clock (the simulated server's,
+    /// whose trials take no time); None: the wall clock.
+    fn elapsed(&self) -> Option<Duration> {
+        None
+    }
 }
 
 /// A block has finished.
@@ -70,21 +75,28 @@ pub trait Observer {
     fn block_done(&mut self, _block: &BlockDone<'_>) -> Result<()> {
         Ok(())
     }
+    /// Whether `block_done` wants the cells after every block (results.json, the display);
+    /// otherwise they are computed only when the stop rule needs them.
+    fn wants_blocks(&self) -> bool {
+        true
+    }
 }
 
 /// An observer that ignores everything (the simulations).
 pub struct Silent;
-impl Observer for Silent {}
+impl Observer for Silent {
+    fn wants_blocks(&self) -> bool {
+        false
+    }
+}
 
 /// What the loop ended with.
 #[derive(Debug, Clone, Default)]
 pub struct Outcome {
     /// Final cells.
     pub cells: Vec<Cell>,
-    /// The carry-over estimate the overheads were corrected by.
-    pub carry_over_pct: Option<crate::results::Estimate>,
-    /// The intervals Holm's adjustment was made over.
-    pub intervals: u32,
+    /// Carry-over, interactions, transients, the Holm family's size.
+    pub analysis: crate::results::Analysis,
     /// Things the reader should know (e.g. cells short of the precision goal).
     pub warnings: Vec<Warning>,
     /// Rate mode: the capacity measured at each thread count.
@@ -188,6 +200,7 @@ pub fn run(
                     rate: rate.clone(),
                     trials: vec![],
                     effects: v.effects.clone(),
+                    levels: v.levels.clone(),
                 })
         })
         .collect();
@@ -203,7 +216,7 @@ pub fn run(
     };
     let mut planned = warmup_trials + exp.planned_trials();
     let mut index = 0usize;
-    let mut previous: Option<usize> = None;
+    let (mut previous, mut before_previous): (Option<usize>, Option<usize>) = (None, None);
     if exp.warmup_round {
         observer.status("warm-up round: every variant once at every thread count, not counted");
         for Block { point, order } in orders.round(&keys, &mut rng) {
@@ -216,6 +229,7 @@ pub fn run(
                 };
                 one_trial(exp, bench, observer, v, &at)?;
                 index += 1;
+                before_previous = previous;
                 previous = Some(v);
             }
         }
@@ -237,7 +251,13 @@ pub fn run(
             } => {
                 let need = still_needed(exp, &summary.cells, (*points, *focus), r, &mut stage);
                 let trials: usize = need.iter().map(|(_, vs)| vs.len()).sum();
-                let out_of_time = started.elapsed() + per_trial * trials as u32 > *budget;
+                let elapsed = bench.elapsed().unwrap_or_else(|| started.elapsed());
+                // What a trial has taken so far (settles end early), else the estimate.
+                let per_trial = match index {
+                    0 => per_trial,
+                    done => elapsed / done as u32,
+                };
+                let out_of_time = elapsed + per_trial * trials as u32 > *budget;
                 let goal: Vec<u32> = need
                     .iter()
                     .map(|(k, _)| *k)
@@ -277,6 +297,8 @@ pub fn run(
                 trial.block = r;
                 trial.position = position as u32;
                 trial.after = previous.map(|p| exp.variants[p].name.clone());
+                trial.after2 = before_previous.map(|p| exp.variants[p].name.clone());
+                before_previous = previous;
                 previous = Some(v);
                 index += 1;
                 let cell = cells
@@ -284,6 +306,9 @@ pub fn run(
                     .find(|c| c.point == point && c.variant_index == v)
                     .expect("a cell per (point, variant)");
                 cell.trials.push(trial);
+            }
+            if !observer.wants_blocks() {
+                continue;
             }
             summary = summarize(&cells);
             observer.block_done(&BlockDone {
@@ -295,12 +320,15 @@ pub fn run(
                 calibration: &calibration,
             })?;
         }
+        if !observer.wants_blocks() {
+            // The stop rule reads the cells once a round.
+            summary = summarize(&cells);
+        }
     }
     warnings.extend(super::warnings::from_summary(&summary));
     Ok(Outcome {
         cells: summary.cells,
-        carry_over_pct: summary.carry_over_pct,
-        intervals: summary.intervals,
+        analysis: summary.analysis,
         warnings,
         calibration,
     })
@@ -417,7 +445,31 @@ fn still_needed(
                     }
                 }
             }
-            (!keep.is_empty()).then_some((key, keep))
+            if keep.is_empty() {
+                return None;
+            }
+            // A block of two variants tells nothing of a carry-over lasting two trials (it
+            // is the same in every such block): with three variants or more the model has
+            // that term, and blocks keep three variants so that it goes on being learned
+            // and the intervals it widens can narrow. The one added is the widest of the
+            // others.
+            while keep.len() < nv.min(3) {
+                let width = |i: usize| {
+                    cells
+                        .iter()
+                        .find(|c| c.threads == t && c.variant == exp.variants[i].name)
+                        .and_then(|c| c.overhead.as_ref())
+                        .map_or(f64::INFINITY, half_width)
+                };
+                let Some(widest) = (0..nv)
+                    .filter(|i| !keep.contains(i))
+                    .max_by(|a, b| width(*a).total_cmp(&width(*b)))
+                else {
+                    break;
+                };
+                keep.push(widest);
+            }
+            Some((key, keep))
         })
         .collect()
 }

@@ -31,6 +31,9 @@ pub fn open(
         .managed
         .server_opts
         .extend(exp.managed_server_opts.iter().cloned());
+    if config.spec.is_managed() {
+        config.managed.cpus = crate::cpus::managed_server_cpus(&config.cpus);
+    }
     let features: Vec<&str> = exp
         .variants
         .iter()
@@ -38,7 +41,23 @@ pub fn open(
         .map(String::as_str)
         .collect();
     let server = Server::open(&config, &features)?;
-    let plan = preflight(exp, &server, restart_cmd)?;
+    let mut plan = preflight(exp, &server, restart_cmd)?;
+    plan.cpus = crate::cpus::place(
+        &config.cpus,
+        config.managed.cpus.as_deref(),
+        server.is_managed(),
+        server.server_pid,
+    );
+    // From here on every thread this one starts (the workers) runs on the load's CPUs.
+    if let Some(c) = plan.cpus.cpus.as_ref().filter(|_| plan.cpus.pinned) {
+        crate::cpus::bind_this_thread(&c.load).map_err(|e| {
+            crate::error::usage(format!(
+                "cannot bind dbtax's load to CPU {}: {e}",
+                crate::cpus::format_list(&c.load)
+            ))
+        })?;
+    }
+    plan.notes.extend(plan.cpus.note.clone());
     Ok((server, plan))
 }
 

@@ -2,9 +2,11 @@
 //! truth. Each variant has a true overhead; each trial's throughput is the base throughput ×
 //! (1 − overhead) × a slow multiplicative drift (a random walk, as a shared machine wanders)
 //! × independent noise. Faults a real machine has can be switched on, so that a validation
-//! can fail: heavy-tailed noise, stalls that only the feature's trials suffer, a carry-over
-//! that slows the trial after a feature trial, and an effect that drifts across the run
-//! (AR(1)). No time passes: trials are instant.
+//! can fail: heavy-tailed noise (t(2) included), noise that differs by variant, stalls in the
+//! feature's trials or in any trial, a step change of the whole machine, a carry-over that
+//! slows the next trial (by preceding variant) or the one after it, a transient at the start
+//! of a trial after a switch, and an effect that drifts across the run (AR(1)). No time
+//! passes: trials are instant.
 
 use super::runner::{Bench, LoadPoint, Observer};
 use crate::results::{LatencyMs, Trial};
@@ -23,14 +25,30 @@ pub struct SimulatedServer {
     pub noise_sd: f64,
     /// Drift step per trial, sd of the random walk of ln(qps).
     pub drift_sd: f64,
-    /// Heavy tails: the noise is Student's t with this many degrees of freedom (scaled to
-    /// `noise_sd`) instead of normal.
+    /// Heavy tails: the noise is Student's t with this many degrees of freedom instead of
+    /// normal, scaled to sd `noise_sd` when it has one (df > 2), else to the normal's
+    /// interquartile range (t(2) and t(1) have no variance).
     pub tail_df: Option<u32>,
-    /// Feature-only stalls: a non-baseline trial is, with this probability, slowed by this
-    /// factor (0.5: half the throughput).
+    /// Per variant, a factor on `noise_sd` (empty: 1 for every variant).
+    pub noise_of: Vec<f64>,
+    /// Stalls: a trial is, with this probability, slowed by this factor (0.5: half the
+    /// throughput): only non-baseline trials, or every trial with `stall_any`.
     pub stall: Option<(f64, f64)>,
-    /// Carry-over: a trial right after a non-baseline trial runs this fraction slower.
-    pub carry_over: f64,
+    /// Stalls hit the baseline's trials too.
+    pub stall_any: bool,
+    /// A step change: from this trial on (counted over the run, warm-up included), every
+    /// trial's throughput is multiplied by the factor.
+    pub step: Option<(u32, f64)>,
+    /// Carry-over by preceding variant: a trial right after a trial of variant j runs
+    /// `carry_after[j]` slower (a fraction; empty: none).
+    pub carry_after: Vec<f64>,
+    /// Carry-over over two trials: a trial two after a trial of variant j runs
+    /// `carry_lag2[j]` slower.
+    pub carry_lag2: Vec<f64>,
+    /// A transient: the first half of a trial right after a trial of variant j runs
+    /// `transient[j]` slower (the trial's throughput is the mean of its halves, which it
+    /// records).
+    pub transient: Vec<f64>,
     /// A drifting effect: each variant's log effect wanders as AR(1) (phi, innovation sd)
     /// around its true value, one step per trial of that variant.
     pub effect_ar: Option<(f64, f64)>,
@@ -38,6 +56,10 @@ pub struct SimulatedServer {
     pub added_latency_ms: Vec<f64>,
     /// Rate mode: per-trial noise of the latency percentiles, sd in ms.
     pub latency_noise_ms: f64,
+    /// What one trial would take on a real server (settle, measure, switch): the clock a
+    /// time budget is spent on.
+    pub trial_time: std::time::Duration,
+    clock: std::time::Duration,
     drift: f64,
     wander: Vec<f64>,
     /// Per variant: the sum of its trials' wander and their count (the realized effect).
@@ -46,6 +68,8 @@ pub struct SimulatedServer {
     pub stalls: Vec<u32>,
     current: usize,
     previous: Option<usize>,
+    before_previous: Option<usize>,
+    trials: u32,
 }
 
 impl SimulatedServer {
@@ -59,18 +83,34 @@ impl SimulatedServer {
             noise_sd,
             drift_sd,
             tail_df: None,
+            noise_of: vec![],
             stall: None,
-            carry_over: 0.0,
+            stall_any: false,
+            step: None,
+            carry_after: vec![],
+            carry_lag2: vec![],
+            transient: vec![],
             effect_ar: None,
             added_latency_ms: vec![0.0; n],
             latency_noise_ms: 0.02,
+            trial_time: std::time::Duration::from_millis(1550),
+            clock: std::time::Duration::ZERO,
             drift: 0.0,
             wander: vec![0.0; n],
             wandered: vec![(0.0, 0); n],
             stalls: vec![0; n],
             current: 0,
             previous: None,
+            before_previous: None,
+            trials: 0,
         }
+    }
+
+    /// A trial right after any non-baseline trial runs `fraction` slower.
+    pub fn carry_from_every_feature(&mut self, fraction: f64) {
+        self.carry_after = (0..self.true_overhead.len())
+            .map(|j| if j == 0 { 0.0 } else { fraction })
+            .collect();
     }
 
     /// The true overhead of a variant against variant 0: the geometric mean ratio, stalls
@@ -84,7 +124,8 @@ impl SimulatedServer {
         let mut log_ratio =
             (1.0 - self.true_overhead[variant]).ln() - (1.0 - self.true_overhead[baseline]).ln();
         if let Some((p, factor)) = self.stall {
-            let stalls = |v: usize| if v != 0 { p * factor.ln() } else { 0.0 };
+            let any = self.stall_any;
+            let stalls = |v: usize| if v != 0 || any { p * factor.ln() } else { 0.0 };
             log_ratio += stalls(variant) - stalls(baseline);
         }
         100.0 * (1.0 - log_ratio.exp())
@@ -106,10 +147,14 @@ impl SimulatedServer {
             None => z,
             Some(df) => {
                 let chi2: f64 = (0..df).map(|_| self.rng.normal().powi(2)).sum();
-                // Scaled so the sd is 1: Var(t_df) = df / (df − 2).
-                z / (chi2 / df as f64).sqrt() / (df as f64 / (df as f64 - 2.0)).sqrt()
+                z / (chi2 / df as f64).sqrt() / t_scale(df)
             }
         }
+    }
+
+    /// A fraction of variant `j`'s in a per-variant list (0 when the list is empty).
+    fn of(list: &[f64], j: Option<usize>) -> f64 {
+        j.and_then(|j| list.get(j)).copied().unwrap_or(0.0)
     }
 }
 
@@ -117,6 +162,10 @@ impl Bench for SimulatedServer {
     fn apply(&mut self, variant: usize, _: &mut dyn Observer) -> Result<()> {
         self.current = variant;
         Ok(())
+    }
+
+    fn elapsed(&self) -> Option<std::time::Duration> {
+        Some(self.clock)
     }
 
     fn calibrate(&mut self, threads: u32, _: &mut dyn Observer) -> Result<Trial> {
@@ -144,23 +193,35 @@ impl Bench for SimulatedServer {
         self.wandered[variant].0 += self.wander[variant];
         self.wandered[variant].1 += 1;
         let scale = (threads as f64).min(2.0);
+        let sd = self.noise_sd * self.noise_of.get(variant).copied().unwrap_or(1.0);
         let mut log_qps = (self.base_qps * scale).ln()
             + (1.0 - self.true_overhead[variant]).ln()
             + self.wander[variant]
             + self.drift
-            + self.noise_sd * self.noise();
+            + sd * self.noise();
         if let Some((p, factor)) = self.stall
-            && variant != 0
+            && (variant != 0 || self.stall_any)
             && self.rng.unit() < p
         {
             log_qps += factor.ln();
             self.stalls[variant] += 1;
         }
-        if self.previous.is_some_and(|v| v != 0) {
-            log_qps += (1.0 - self.carry_over).ln();
+        if let Some((from, factor)) = self.step
+            && self.trials >= from
+        {
+            log_qps += factor.ln();
         }
+        log_qps += (1.0 - Self::of(&self.carry_after, self.previous)).ln();
+        log_qps += (1.0 - Self::of(&self.carry_lag2, self.before_previous)).ln();
+        // The first half pays the transient, the second does not; the trial is their mean.
+        let transient = Self::of(&self.transient, self.previous);
+        let second = log_qps.exp();
+        let first = second * (1.0 - transient);
+        self.before_previous = self.previous;
         self.previous = Some(variant);
-        let mut qps = log_qps.exp();
+        self.trials += 1;
+        self.clock += self.trial_time;
+        let mut qps = (first + second) / 2.0;
         let cpu = 20.0 / (1.0 - self.true_overhead[variant]) * (1.0 + 0.02 * self.rng.normal());
         // Closed loop: fixed percentiles. At a rate: the machine's drift slows every answer
         // alike, the variant adds its own latency, each percentile has its own noise.
@@ -194,7 +255,48 @@ impl Bench for SimulatedServer {
             client_cpu_us_per_query: 5.0,
             server_cpu_us_per_query: Some(cpu),
             log_bytes_per_query: Some(if variant == 0 { 0.0 } else { 120.0 }),
+            halves_qps: Some([first, second]),
             ..Default::default()
         })
+    }
+}
+
+/// What t(df) noise is divided by: its sd when it has one, else its upper quartile over the
+/// normal's (so t(2) noise has the interquartile range of normal noise of the same sd).
+fn t_scale(df: u32) -> f64 {
+    use statrs::distribution::{ContinuousCDF, StudentsT};
+    if df > 2 {
+        return (df as f64 / (df as f64 - 2.0)).sqrt();
+    }
+    let q75 = StudentsT::new(0.0, 1.0, df as f64)
+        .map(|t| t.inverse_cdf(0.75))
+        .unwrap_or(1.0);
+    q75 / 0.674_489_750_196_081_7
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiment::runner::Silent;
+
+    #[test]
+    fn t2_noise_is_noise() {
+        // √(df/(df−2)) is infinite at df = 2: the noise was 0, and a t(2) scenario tested
+        // nothing.
+        let mut sim = SimulatedServer::new(1, vec![0.0], 0.06, 0.0);
+        sim.tail_df = Some(2);
+        let load = LoadPoint {
+            threads: 1,
+            rate: None,
+        };
+        let logs: Vec<f64> = (0..2000)
+            .map(|_| sim.trial(0, &load, &mut Silent).unwrap().qps.ln())
+            .collect();
+        let mut sorted = logs.clone();
+        sorted.sort_by(|a, b| a.total_cmp(b));
+        let iqr = sorted[1500] - sorted[500];
+        // The normal's IQR is 1.349 sd: 0.081 here.
+        assert!((0.07..0.095).contains(&iqr), "iqr {iqr}");
+        assert!(sorted[1999] - sorted[0] > 1.0, "heavy tails: {sorted:?}");
     }
 }

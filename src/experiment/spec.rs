@@ -25,6 +25,8 @@ pub struct VariantSpec {
     /// Multi-factor experiments: (factor, index of the variant with that factor at its
     /// first level and every other factor the same).
     pub effects: Vec<(String, usize)>,
+    /// Multi-factor experiments: (factor, this variant's level of it), in factor order.
+    pub levels: Vec<(String, String)>,
 }
 
 /// When to stop adding blocks.
@@ -153,7 +155,7 @@ pub struct Experiment {
     pub threads: Vec<u32>,
     /// Measured time per trial.
     pub trial: Duration,
-    /// Settle time after each switch.
+    /// The longest settle after each switch (it ends sooner once the throughput is steady).
     pub warmup: Duration,
     /// How many blocks.
     pub stop: StopRule,
@@ -221,8 +223,9 @@ pub fn product(factors: &[(String, Vec<VariantSpec>)]) -> Vec<VariantSpec> {
                 name: names.join("/"),
                 ..Default::default()
             };
-            for (l, (_, levels)) in c.iter().zip(factors) {
+            for (l, (factor, levels)) in c.iter().zip(factors) {
                 let level = &levels[*l];
+                v.levels.push((factor.clone(), level.name.clone()));
                 v.features.extend(level.features.iter().cloned());
                 v.set.extend(level.set.iter().cloned());
                 v.server_opts.extend(level.server_opts.iter().cloned());
@@ -254,7 +257,9 @@ impl Experiment {
             // Short adjacent trials pair better than long ones on a drifting machine
             // (bench/precision.sh; README "How precise can it be here?").
             trial: Duration::from_secs(1),
-            warmup: Duration::from_millis(250),
+            // The longest settle after a switch: the warm-up ends as soon as the throughput
+            // of successive 100 ms windows shows no trend (load::settle).
+            warmup: Duration::from_secs(1),
             stop: StopRule::Repeats(DEFAULT_BLOCKS),
             variants: vec![],
             max_log_bytes: None,

@@ -15,9 +15,24 @@ pub enum Warning {
         /// (variant, threads, half-width) of each cell still too wide.
         wide: Vec<(String, u32, f64)>,
     },
-    /// Trials right after a feature trial ran measurably slower (or faster).
+    /// Trials right after (or two after) a variant's trial ran measurably slower (or
+    /// faster).
     CarryOver {
-        /// The estimate, percent slower, with its interval.
+        /// The preceding variant ("any feature" for the lag-2 term).
+        after: String,
+        /// 1: right after; 2: two after.
+        lag: u32,
+        /// The estimate, percent slower.
+        pct: f64,
+        /// Its 95% interval.
+        ci: [f64; 2],
+    },
+    /// The first half of trials after a variant's trial ran slower than their second half,
+    /// more than after the baseline: the warm-up did not wait the transient out.
+    Transient {
+        /// The preceding variant.
+        after: String,
+        /// Percent slower.
         pct: f64,
         /// Its 95% interval.
         ci: [f64; 2],
@@ -75,11 +90,35 @@ impl fmt::Display for Warning {
                     cells.join(", ")
                 )
             }
-            Warning::CarryOver { pct, ci } => write!(
+            Warning::CarryOver {
+                after,
+                lag,
+                pct,
+                ci,
+            } => {
+                let when = match (*lag, after.as_str()) {
+                    (1, a) => format!("right after a trial of '{a}'"),
+                    (_, "any feature") => "two after a feature's trial".to_string(),
+                    (_, a) => format!("two after a trial of '{a}'"),
+                };
+                let (how, shown) = if *pct >= 0.0 {
+                    ("slower", [ci[0], ci[1], *pct])
+                } else {
+                    ("faster", [-ci[1], -ci[0], -*pct])
+                };
+                write!(
+                    f,
+                    "a trial {when} ran {:.1}% [{:.1}, {:.1}] {how} than one after the baseline \
+                     (carry-over); the overheads are corrected for it, and a longer --warmup \
+                     may remove it",
+                    shown[2], shown[0], shown[1]
+                )
+            }
+            Warning::Transient { after, pct, ci } => write!(
                 f,
-                "a trial right after a feature's trial ran {pct:.1}% [{:.1}, {:.1}] slower than \
-                 one after the baseline (carry-over); the overheads are corrected for it, and \
-                 a longer --warmup may remove it",
+                "after a trial of '{after}' the first half of the next trial ran {pct:.1}% \
+                 [{:.1}, {:.1}] slower than its second half, more than after the baseline: the \
+                 switch's transient outlasted the warm-up; raise --warmup (its maximum)",
                 ci[0], ci[1]
             ),
             Warning::Outliers {
@@ -129,12 +168,24 @@ impl fmt::Display for Warning {
 /// Warnings the statistics raise: a carry-over whose interval excludes 0, outlier blocks.
 pub fn from_summary(s: &crate::stats::summary::Summary) -> Vec<Warning> {
     let mut out = vec![];
-    if let Some(c) = &s.carry_over_pct
-        && (c.ci95[0] > 0.0 || c.ci95[1] < 0.0)
-    {
+    for c in s.analysis.carry_over.iter().filter(|c| c.significant) {
         out.push(Warning::CarryOver {
-            pct: c.value,
-            ci: c.ci95,
+            after: c.after.clone(),
+            lag: c.lag,
+            pct: c.pct,
+            ci: c.ci95_pct,
+        });
+    }
+    for t in s
+        .analysis
+        .transients
+        .iter()
+        .filter(|t| t.significant && t.pct > 0.0)
+    {
+        out.push(Warning::Transient {
+            after: t.after.clone(),
+            pct: t.pct,
+            ci: t.ci95_pct,
         });
     }
     let others: Vec<f64> = s
@@ -156,7 +207,7 @@ pub fn from_summary(s: &crate::stats::summary::Summary) -> Vec<Warning> {
                 variant: cell.variant.clone(),
                 threads: cell.threads,
                 blocks: o.outlier_blocks.clone(),
-                disagree: crate::stats::overhead::robust_disagrees(o),
+                disagree: crate::stats::overhead::robust_to_tell(o).is_some(),
             });
         }
     }

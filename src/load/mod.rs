@@ -7,6 +7,7 @@
 
 pub mod measure;
 pub mod schedule;
+pub mod settle;
 pub mod summary;
 pub mod trial;
 pub mod window;

@@ -1,11 +1,13 @@
 //! One trial of this process's own workers: connect every client first (so a bad login
-//! fails before any load), start the workers, settle for the warmup, read the server, measure,
+//! fails before any load), start the workers, settle until steady (`settle`; at most the
+//! warmup), read the server, measure (noting the events at half time: the trial's halves),
 //! read it again, stop, merge. The window's waits are `window::run_phase`; the workers' side
 //! of them (their counters sampled a few times a second, never touched on the hot path) is
 //! `Workers`. `with_workers` and `begin_measure` also serve an agent's trial.
 
-use super::measure::{Snapshot, snapshot, status_reader};
+use super::measure::{snapshot, status_reader};
 use super::schedule::{Rate, Schedule};
+use super::settle::Settle;
 use super::window::{Phase, run_phase};
 use super::worker::{
     self, PHASE_MEASURE, PHASE_STOP, PHASE_WARMUP, Shared, WorkerReport, WorkerSetup,
@@ -39,31 +41,63 @@ pub fn run_local(
     // Fixed-count trials measure from the first query: read the server before the workers
     // start.
     let mut early = queries_mode.then(|| snapshot(server, probes, admin.as_mut()));
+    // Closed loop settles until steady; at a rate the throughput is the schedule's, and the
+    // warm-up is the plan's.
+    let settles = plan.rate.is_none() && !queries_mode;
     let (reports, outcome) = with_workers(clients, &connector, plan, seed, |shared, t0| {
         let watch = probes.watch.as_ref();
         let mut workers = Workers::new(shared, plan, on_tick);
+        let mut settled = None;
         if !queries_mode {
-            run_phase(
-                &mut workers,
-                Some(Instant::now() + plan.warmup),
-                false,
-                watch,
-            )?;
+            if settles {
+                workers.settle = Some(Settle::new(Instant::now(), shared.total_events()));
+            }
+            let started = Instant::now();
+            run_phase(&mut workers, Some(started + plan.warmup), false, watch)?;
+            settled = settles.then(|| started.elapsed().as_secs_f64());
+            workers.settle = None;
         }
         let before = early
             .take()
             .unwrap_or_else(|| snapshot(server, probes, admin.as_mut()));
         begin_measure(shared, t0, before.at);
-        let end = (!queries_mode).then(|| before.at + plan.duration);
-        run_phase(&mut workers, end, true, watch)?;
-        Ok::<(Snapshot, Snapshot), anyhow::Error>((
+        let mut halves = None;
+        if settles {
+            let e0 = shared.total_events();
+            let mid = before.at + plan.duration / 2;
+            run_phase(&mut workers, Some(mid), true, watch)?;
+            let (e1, at1) = (shared.total_events(), Instant::now());
+            run_phase(&mut workers, Some(before.at + plan.duration), true, watch)?;
+            let (e2, at2) = (shared.total_events(), Instant::now());
+            let rate = |e: u64, dt: Duration| e as f64 / dt.as_secs_f64().max(1e-9);
+            halves = Some([
+                rate(e1 - e0, at1.duration_since(before.at)),
+                rate(e2 - e1, at2.duration_since(at1)),
+            ]);
+        } else {
+            let end = (!queries_mode).then(|| before.at + plan.duration);
+            run_phase(&mut workers, end, true, watch)?;
+        }
+        Ok::<_, anyhow::Error>((
             before,
             snapshot(server, probes, admin.as_mut()),
+            settled,
+            halves,
         ))
     });
-    let (before, after) = outcome?;
+    let (before, after, settled, halves) = outcome?;
     let client_cpu_us = after.client_cpu_us.saturating_sub(before.client_cpu_us);
-    super::summary::summarize(reports, &before, &after, plan.rate, client_cpu_us as f64)
+    let mut trial =
+        super::summary::summarize(reports, &before, &after, plan.rate, client_cpu_us as f64)?;
+    trial.settle_s = settled;
+    // The halves were counted in events: in statements, as `qps` is.
+    let per_event = if trial.tps > 0.0 {
+        trial.qps / trial.tps
+    } else {
+        1.0
+    };
+    trial.halves_qps = halves.map(|h| h.map(|e| e * per_event));
+    Ok(trial)
 }
 
 /// Open one connection per client, all before any load: a bad login fails here.
@@ -178,6 +212,8 @@ struct Workers<'a, 'b> {
     last_events: u64,
     last_at: Instant,
     on_tick: &'b mut dyn FnMut(&TrialProgress),
+    /// While settling: the rule that ends the warm-up once the throughput is steady.
+    settle: Option<Settle>,
 }
 
 impl<'a, 'b> Workers<'a, 'b> {
@@ -193,15 +229,18 @@ impl<'a, 'b> Workers<'a, 'b> {
             last_events: shared.total_events(),
             last_at: Instant::now(),
             on_tick,
+            settle: None,
         }
     }
 }
 
 impl Phase for Workers<'_, '_> {
     fn nap(&self) -> Duration {
-        // Queries mode ends when the workers do: look more often.
+        // Queries mode ends when the workers do, settling looks at every window: more often.
         if self.quota.is_some() {
             Duration::from_millis(20)
+        } else if self.settle.is_some() {
+            Duration::from_millis(25)
         } else {
             Duration::from_millis(100)
         }
@@ -214,9 +253,16 @@ impl Phase for Workers<'_, '_> {
 
     fn finished(&self) -> bool {
         self.shared.finished.load(Ordering::Acquire) == self.shared.events.len()
+            || self
+                .settle
+                .as_ref()
+                .is_some_and(|s| s.steady(Instant::now()))
     }
 
     fn tick(&mut self, measuring: bool, elapsed: Duration, planned: Duration) -> Result<()> {
+        if let Some(s) = self.settle.as_mut() {
+            s.sample(Instant::now(), self.shared.total_events());
+        }
         if self.last_at.elapsed() < SAMPLE {
             return Ok(());
         }

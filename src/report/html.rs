@@ -47,7 +47,7 @@ pub fn render(r: &Results) -> String {
     );
     let view = super::view::of(r);
     s += "<div class=\"answer\"><ul>\n";
-    for h in view.headlines() {
+    for h in super::words::headlines(r) {
         let _ = writeln!(s, "<li>{}</li>", esc(&h));
     }
     s += "</ul></div>\n";
@@ -176,5 +176,5 @@ pub(super) fn by_threads(r: &Results) -> String {
         }
         s += "</table>\n";
     }
-    s
+    s + &super::analysis::html(r)
 }

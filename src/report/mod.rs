@@ -2,6 +2,7 @@
 //! puts every artefact of a run into its directory.
 
 pub mod agents;
+pub mod analysis;
 pub mod charts;
 pub mod compare;
 pub mod csv;

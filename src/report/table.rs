@@ -47,7 +47,7 @@ pub fn render(r: &Results) -> String {
     }
     let view = super::view::of(r);
     s += &view.table(width);
-    let words = view.headlines();
+    let words = super::words::headlines(r);
     if !words.is_empty() {
         s += "\n";
         for h in words {
@@ -57,11 +57,8 @@ pub fn render(r: &Results) -> String {
     if let Some(m) = view.method() {
         s += &format!("\n{m}\n");
     }
-    if let Some(c) = &r.carry_over_pct {
-        s += &format!(
-            "Carry-over (a trial right after a feature's trial, slower by): {}; the overheads are corrected for it.\n",
-            super::interval::Interval::estimate(c)
-        );
+    if let Some(c) = super::analysis::carry_over_line(r) {
+        s += &format!("{c}\n");
     }
     if let Some(a) = super::agents::summary(r) {
         s += &format!("\n{a}");
@@ -130,6 +127,7 @@ pub(super) fn by_threads(r: &Results, width: usize) -> String {
                 }
             }
         }
+        s += &super::analysis::table_lines(r, t);
     }
     s
 }

@@ -34,7 +34,9 @@ struct ClosedLoop<'a>(&'a Results);
 
 impl View for ClosedLoop<'_> {
     fn headlines(&self) -> Vec<String> {
-        super::words::closed_loop_headlines(self.0)
+        let mut h = super::words::closed_loop_headlines(self.0);
+        h.extend(super::analysis::headlines(self.0));
+        h
     }
 
     fn method(&self) -> Option<String> {

@@ -3,7 +3,7 @@
 
 use super::interval::Interval;
 use crate::results::{Cell, Overhead, Results};
-use crate::stats::overhead::{MIN_BLOCKS, robust_disagrees};
+use crate::stats::overhead::{MIN_BLOCKS, robust_to_tell};
 
 /// How a variant reads in a sentence.
 pub fn phrase(r: &Results, variant: &str, feature: Option<&str>) -> String {
@@ -35,9 +35,18 @@ pub fn plural(t: u32) -> &'static str {
     if t == 1 { "thread" } else { "threads" }
 }
 
-/// The answer in words, one sentence per variant (the run's view says how).
+/// The answer in words, one sentence per variant (the run's view says how), and what the
+/// reader must know to take them: whether server and load shared the machine's cores.
 pub fn headlines(r: &Results) -> Vec<String> {
-    super::view::of(r).headlines()
+    let mut h = super::view::of(r).headlines();
+    if let Some(c) = r.cpus.as_ref().filter(|c| c.shared()) {
+        h.push(format!(
+            "Server and load shared this machine's cores (CPU {}, not pinned): how the \
+             scheduler shared them is part of these numbers.",
+            crate::cpus::format_list(&c.load)
+        ));
+    }
+    h
 }
 
 /// How `significant` was decided, for the reader of a table or a report.
@@ -78,7 +87,8 @@ pub(super) fn closed_loop_headlines(r: &Results) -> Vec<String> {
                     super::table::too_few(top)
                 )));
             };
-            let robust = o.robust.as_ref().filter(|_| robust_disagrees(o));
+            // The robust estimate only when it passed the same Holm family as the means.
+            let robust = robust_to_tell(o);
             let (value, ci) = match robust {
                 Some(e) => (e.value, e.ci95),
                 None => (o.pct, o.ci95_pct),
@@ -90,18 +100,15 @@ pub(super) fn closed_loop_headlines(r: &Results) -> Vec<String> {
             })
             .unsigned()
             .plain();
-            let measurable = match robust {
-                Some(_) => ci[0] > 0.0 || ci[1] < 0.0,
-                None => o.significant,
-            };
+            let measurable = robust.is_some() || o.significant;
             let spans_zero = ci[0] <= 0.0 && ci[1] >= 0.0;
             let mut s = if !measurable && spans_zero {
                 format!("{who}: no measurable cost {at} ({shown}, within noise)")
             } else if !measurable {
                 format!(
                     "{who}: no cost established {at} ({shown}, not significant once adjusted \
-                     for the {} intervals of this experiment)",
-                    r.intervals
+                     for the {} tests of this experiment)",
+                    r.analysis.intervals
                 )
             } else if value >= 0.0 {
                 format!("{who} costs {shown} of throughput {at}")
@@ -177,12 +184,18 @@ pub(super) fn closed_loop_headlines(r: &Results) -> Vec<String> {
 
 /// How `significant` was decided in closed loop.
 pub(super) fn closed_loop_method(r: &Results) -> Option<String> {
-    (r.intervals > 1).then(|| {
+    (r.analysis.intervals > 1).then(|| {
         format!(
             "\"Within noise\": the 95% interval spans 0, or Holm's adjustment over the {} \
-             intervals of this experiment does not let it count as measured. The headline is \
-             about {} threads, fixed before the run.",
-            r.intervals, r.headline_threads
+             tests of this experiment (each overhead, its robust companion{}) does not let it \
+             count as measured. The headline is about {} threads, fixed before the run.",
+            r.analysis.intervals,
+            if r.analysis.interactions.is_empty() {
+                ""
+            } else {
+                ", each interaction"
+            },
+            r.headline_threads
         )
     })
 }

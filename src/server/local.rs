@@ -38,6 +38,8 @@ pub struct ManagedProcess<L: Launch> {
     user_opts: Vec<String>,
     /// Options added by the experiment (restart-only settings), after the user's.
     extra_opts: Vec<String>,
+    /// The CPUs it runs on (None: any).
+    cpus: Option<Vec<usize>>,
     child: Option<Child>,
 }
 
@@ -54,13 +56,14 @@ impl<L: Launch> std::fmt::Debug for ManagedProcess<L> {
 impl<L: Launch> ManagedProcess<L> {
     /// Make a private folder, initialize it and start the server; returns once it answers.
     /// Whatever fails after the folder exists, it is removed.
-    pub fn start(launch: L, user_opts: &[String]) -> Result<ManagedProcess<L>> {
+    pub fn start(launch: L, config: &super::ManagedConfig) -> Result<ManagedProcess<L>> {
         remove_stale_dirs();
         let mut p = ManagedProcess {
             dir: make_private_dir()?,
             launch,
-            user_opts: user_opts.to_vec(),
+            user_opts: config.server_opts.clone(),
             extra_opts: vec![],
+            cpus: config.cpus.clone(),
             child: None,
         };
         p.launch.init(&p.dir)?;
@@ -82,7 +85,7 @@ impl<L: Launch> ManagedProcess<L> {
             .collect();
         let cmd = self.launch.command(&self.dir, &opts);
         let what = self.launch.what();
-        let child = spawn_server(cmd, self.launch.stop_signal())
+        let child = spawn_server(cmd, self.launch.stop_signal(), self.cpus.clone())
             .with_context(|| format!("starting the managed {what}"))?;
         self.child = Some(child);
         let (launch, dir) = (&self.launch, &self.dir);
@@ -167,9 +170,13 @@ fn make_private_dir() -> Result<PathBuf> {
     )
 }
 
-/// Start a server process in its own process group, output discarded; `death_signal` stops
-/// it when dbtax's thread that started it dies (kill -9 included).
-fn spawn_server(mut cmd: Command, death_signal: i32) -> std::io::Result<Child> {
+/// Start a server process in its own process group, output discarded, on `cpus` when given;
+/// `death_signal` stops it when dbtax's thread that started it dies (kill -9 included).
+fn spawn_server(
+    mut cmd: Command,
+    death_signal: i32,
+    cpus: Option<Vec<usize>>,
+) -> std::io::Result<Child> {
     cmd.stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -179,6 +186,9 @@ fn spawn_server(mut cmd: Command, death_signal: i32) -> std::io::Result<Child> {
     unsafe {
         cmd.pre_exec(move || {
             libc::prctl(libc::PR_SET_PDEATHSIG, death_signal);
+            if let Some(c) = &cpus {
+                crate::cpus::set_affinity(c)?;
+            }
             Ok(())
         });
     }

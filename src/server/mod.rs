@@ -55,6 +55,8 @@ pub struct ManagedConfig {
     pub server_opts: Vec<String>,
     /// Listen on 127.0.0.1 at this port too (the unix socket is always there).
     pub port: Option<u16>,
+    /// Start the server bound to these CPUs (None: wherever the scheduler puts it).
+    pub cpus: Option<Vec<usize>>,
 }
 
 /// Where the server is and how to reach or start it: everything `Server::open` needs.
@@ -66,6 +68,8 @@ pub struct ServerConfig {
     pub schema: Option<String>,
     /// Managed targets: how to start it.
     pub managed: ManagedConfig,
+    /// Where server and load run when they share this machine.
+    pub cpus: crate::cpus::Choice,
 }
 
 /// Makes client connections, their workload's statements prepared; workers keep one to

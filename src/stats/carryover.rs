@@ -1,97 +1,324 @@
 //! Carry-over: a trial may run slower right after a trial with a feature on (a log still being
-//! flushed, a cache the feature evicted). With Williams-ordered blocks every variant follows
-//! every other equally often, so the effect is estimable: for each paired block,
-//! L = ln(qps_variant / qps_baseline) = δ_cell + γ·d, with d = a_variant − a_baseline ∈
-//! {−1, 0, 1} and a = 1 when the trial came right after a non-baseline trial. γ is estimated
-//! by least squares pooled over every cell (one intercept per cell), reported with its t
-//! interval, and each L is corrected by γ̂·d before the cell's interval is made, its
-//! variance carrying γ̂'s own: d̄²·se(γ̂)² is added to the variance of the cell's mean.
+//! flushed, a cache the feature evicted), and sometimes the trial after that too. With
+//! Williams-ordered blocks every variant follows every other equally often, so the effects
+//! are estimable. For each paired block of a cell,
+//! L = ln(qps_variant / qps_baseline) = δ_cell + Σ_k γ_k·d_k, with one term per preceding
+//! variant j ≠ baseline (x = 1 when the trial came right after a trial of j) and, when the
+//! design can tell it apart, one term for a feature trial two before (lag 2); d_k is the
+//! variant's x_k minus its baseline's. The γ are estimated by least squares pooled over every
+//! cell (one intercept per cell), and each L is corrected by Σ γ̂_k·d_k before the cell's
+//! interval is made, its variance carrying the estimate's own: d̄ᵀ·Cov(γ̂)·d̄ is added to the
+//! variance of the cell's mean.
+//!
+//! With two variants a lag-2 term is the same column as the intercept and lag 1 in every
+//! block, whatever the order: no model can estimate it, and only a warm-up long enough to
+//! let the transient pass removes it (the runner's settle rule).
 
 use super::overhead::t975;
 
-/// A paired block of one cell: its log ratio and its carry-over contrast d.
-#[derive(Debug, Clone, Copy)]
+/// A paired block of one cell: its log ratio and its carry-over contrasts, one per term.
+#[derive(Debug, Clone, PartialEq)]
 pub struct Pair {
     /// ln(qps_variant / qps_baseline).
     pub log_ratio: f64,
-    /// a_variant − a_baseline.
-    pub d: f64,
+    /// x_variant − x_baseline for each term of the model.
+    pub d: Vec<f64>,
 }
 
-/// The pooled carry-over estimate.
-#[derive(Debug, Clone, Copy)]
-pub struct CarryOver {
-    /// γ̂, log units (negative: slower after a feature trial).
-    pub gamma: f64,
-    /// Its standard error.
-    pub se: f64,
-    /// Its 95% half-width.
-    pub half: f64,
+/// The pooled carry-over estimate over the terms that were kept.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fit {
+    /// Which of the terms asked for were estimated (indices into `Pair::d`).
+    pub terms: Vec<usize>,
+    /// γ̂ per kept term, log units (negative: slower after).
+    pub gamma: Vec<f64>,
+    /// Their covariance.
+    pub cov: Vec<Vec<f64>>,
+    /// Residual degrees of freedom.
+    pub df: usize,
 }
 
-/// γ̂ pooled over cells; None when no cell has variation in d or there are too few pairs.
-pub fn estimate(cells: &[Vec<Pair>]) -> Option<CarryOver> {
-    let (mut sxy, mut sxx, mut pairs, mut groups) = (0.0, 0.0, 0usize, 0usize);
-    for c in cells.iter().filter(|c| c.len() >= 2) {
-        let n = c.len() as f64;
-        let dm = c.iter().map(|p| p.d).sum::<f64>() / n;
-        let lm = c.iter().map(|p| p.log_ratio).sum::<f64>() / n;
-        for p in c {
-            sxy += (p.d - dm) * (p.log_ratio - lm);
-            sxx += (p.d - dm).powi(2);
-        }
-        pairs += c.len();
-        groups += 1;
+impl Fit {
+    /// Σ γ̂_k·d_k over the kept terms: what is taken off a pair's log ratio.
+    pub fn correction(&self, d: &[f64]) -> f64 {
+        self.terms
+            .iter()
+            .zip(&self.gamma)
+            .map(|(&k, g)| g * d[k])
+            .sum()
     }
-    let df = pairs.checked_sub(groups + 1)?;
-    if sxx <= 0.0 || df == 0 {
+
+    /// d̄ᵀ·Cov·d̄ with the fit's degrees of freedom: what the correction adds to the
+    /// variance of a cell's mean, d̄ its mean contrasts.
+    pub fn extra(&self, d_mean: &[f64]) -> super::overhead::Extra {
+        super::overhead::Extra {
+            var: self.extra_variance(d_mean),
+            df: self.df,
+            used: 0.0,
+        }
+    }
+
+    /// The share of the fit's information on its terms that one cell's pairs hold,
+    /// trace(S_cell · S_all⁻¹), S the sums of squares and products of the pairs' centred
+    /// contrasts (`spread`): the degrees of freedom the correction takes from that cell.
+    pub fn leverage(&self, cell: &[Pair], all: &[Vec<f64>]) -> f64 {
+        let Some(inv) = invert(all) else {
+            return 0.0;
+        };
+        let s = spread(cell, &self.terms);
+        let k = self.terms.len();
+        (0..k)
+            .map(|i| (0..k).map(|j| s[i][j] * inv[j][i]).sum::<f64>())
+            .sum::<f64>()
+            .max(0.0)
+    }
+
+    /// d̄ᵀ·Cov·d̄.
+    pub fn extra_variance(&self, d_mean: &[f64]) -> f64 {
+        let v: Vec<f64> = self.terms.iter().map(|&k| d_mean[k]).collect();
+        let mut s = 0.0;
+        for (i, vi) in v.iter().enumerate() {
+            for (j, vj) in v.iter().enumerate() {
+                s += vi * self.cov[i][j] * vj;
+            }
+        }
+        s.max(0.0)
+    }
+
+    /// γ̂ of term `k` (an index into `Pair::d`) and its 95% half-width; None when dropped.
+    pub fn term(&self, k: usize) -> Option<(f64, f64)> {
+        let i = self.terms.iter().position(|&t| t == k)?;
+        Some((self.gamma[i], t975(self.df) * self.cov[i][i].sqrt()))
+    }
+}
+
+/// One measured trial, for the fit: its block (`group`, unique over load points), its cell's
+/// column (None: the reference cell of its load point, the baseline), ln(qps), and its value
+/// of each term.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Obs {
+    /// The block it ran in (a number unique over load points).
+    pub group: usize,
+    /// Its cell's column among the non-reference cells; None for the reference.
+    pub cell: Option<usize>,
+    /// ln(qps).
+    pub y: f64,
+    /// Its value of each term of the model.
+    pub x: Vec<f64>,
+}
+
+/// The least-squares fit of the terms in `keep` (indices into `Obs::x`) at the level of
+/// trials: ln(qps) = block + cell + Σ γ_k·x_k + ε, the blocks absorbed by centring within
+/// each block, one column per non-reference cell (`cells` of them). Fitting trials rather
+/// than paired ratios keeps the variance right: the pairs of one block share their
+/// baseline's trial, and with it its noise and its carry-over. None when the design cannot
+/// tell the terms apart, or leaves fewer than 2 degrees of freedom.
+pub fn estimate(obs: &[Obs], cells: usize, keep: &[usize]) -> Option<Fit> {
+    let k = keep.len();
+    if k == 0 {
         return None;
     }
-    let gamma = sxy / sxx;
-    let mut rss = 0.0;
-    for c in cells.iter().filter(|c| c.len() >= 2) {
-        let n = c.len() as f64;
-        let dm = c.iter().map(|p| p.d).sum::<f64>() / n;
-        let lm = c.iter().map(|p| p.log_ratio).sum::<f64>() / n;
-        for p in c {
-            rss += (p.log_ratio - lm - gamma * (p.d - dm)).powi(2);
+    let width = cells + k;
+    let row = |o: &Obs| -> Vec<f64> {
+        let mut r = vec![0.0; width];
+        if let Some(c) = o.cell {
+            r[c] = 1.0;
+        }
+        for (i, &t) in keep.iter().enumerate() {
+            r[cells + i] = o.x[t];
+        }
+        r
+    };
+    let mut groups: std::collections::BTreeMap<usize, Vec<&Obs>> = Default::default();
+    for o in obs {
+        groups.entry(o.group).or_default().push(o);
+    }
+    let mut xtx = vec![vec![0.0; width]; width];
+    let mut xty = vec![0.0; width];
+    let mut rows: Vec<(f64, Vec<f64>)> = vec![];
+    for members in groups.values().filter(|m| m.len() >= 2) {
+        let n = members.len() as f64;
+        let raw: Vec<Vec<f64>> = members.iter().map(|o| row(o)).collect();
+        let ym = members.iter().map(|o| o.y).sum::<f64>() / n;
+        let xm: Vec<f64> = (0..width)
+            .map(|j| raw.iter().map(|r| r[j]).sum::<f64>() / n)
+            .collect();
+        for (o, r) in members.iter().zip(raw) {
+            let x: Vec<f64> = r.iter().zip(&xm).map(|(a, m)| a - m).collect();
+            let y = o.y - ym;
+            for i in 0..width {
+                xty[i] += x[i] * y;
+                for j in 0..width {
+                    xtx[i][j] += x[i] * x[j];
+                }
+            }
+            rows.push((y, x));
         }
     }
-    let se = (rss / df as f64 / sxx).sqrt();
-    Some(CarryOver {
-        gamma,
-        se,
-        half: t975(df) * se,
+    // Cells that never ran beside another trial have no column to speak of.
+    let live: Vec<usize> = (0..width).filter(|&j| xtx[j][j] > 0.0).collect();
+    if live.iter().filter(|&&j| j >= cells).count() < k {
+        return None;
+    }
+    let sub: Vec<Vec<f64>> = live
+        .iter()
+        .map(|&i| live.iter().map(|&j| xtx[i][j]).collect())
+        .collect();
+    let inv = invert(&sub)?;
+    let beta: Vec<f64> = (0..live.len())
+        .map(|i| (0..live.len()).map(|j| inv[i][j] * xty[live[j]]).sum())
+        .collect();
+    let groups_used = groups.values().filter(|m| m.len() >= 2).count();
+    let df = rows.len().checked_sub(groups_used + live.len())?;
+    if df < 2 {
+        return None;
+    }
+    let rss: f64 = rows
+        .iter()
+        .map(|(y, x)| {
+            let fit: f64 = live.iter().zip(&beta).map(|(&j, b)| x[j] * b).sum();
+            (y - fit).powi(2)
+        })
+        .sum();
+    let s2 = rss / df as f64;
+    let at = live.len() - k;
+    Some(Fit {
+        terms: keep.to_vec(),
+        gamma: beta[at..].to_vec(),
+        cov: (at..live.len())
+            .map(|i| (at..live.len()).map(|j| inv[i][j] * s2).collect())
+            .collect(),
+        df,
     })
+}
+
+/// Σ (d − d̄)(d − d̄)ᵀ over `pairs`, for the terms `keep`.
+pub fn spread(pairs: &[Pair], keep: &[usize]) -> Vec<Vec<f64>> {
+    let k = keep.len();
+    let mut s = vec![vec![0.0; k]; k];
+    if pairs.is_empty() {
+        return s;
+    }
+    let n = pairs.len() as f64;
+    let mean: Vec<f64> = keep
+        .iter()
+        .map(|&t| pairs.iter().map(|p| p.d[t]).sum::<f64>() / n)
+        .collect();
+    for p in pairs {
+        for i in 0..k {
+            for j in 0..k {
+                s[i][j] += (p.d[keep[i]] - mean[i]) * (p.d[keep[j]] - mean[j]);
+            }
+        }
+    }
+    s
+}
+
+/// The inverse of a small symmetric matrix (Gauss–Jordan, partial pivoting); None when it
+/// is singular to working precision (a column the others determine).
+fn invert(a: &[Vec<f64>]) -> Option<Vec<Vec<f64>>> {
+    let n = a.len();
+    let scale = (0..n).map(|i| a[i][i].abs()).fold(0.0, f64::max);
+    if scale <= 0.0 {
+        return None;
+    }
+    let mut m: Vec<Vec<f64>> = a
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let mut row = r.clone();
+            row.extend((0..n).map(|j| if i == j { 1.0 } else { 0.0 }));
+            row
+        })
+        .collect();
+    for col in 0..n {
+        let pivot = (col..n).max_by(|&x, &y| m[x][col].abs().total_cmp(&m[y][col].abs()))?;
+        if m[pivot][col].abs() <= 1e-9 * scale {
+            return None;
+        }
+        m.swap(col, pivot);
+        let p = m[col][col];
+        for v in m[col].iter_mut() {
+            *v /= p;
+        }
+        for r in 0..n {
+            if r != col {
+                let f = m[r][col];
+                if f != 0.0 {
+                    let pivot_row = m[col].clone();
+                    for (v, pv) in m[r].iter_mut().zip(pivot_row) {
+                        *v -= f * pv;
+                    }
+                }
+            }
+        }
+    }
+    Some(m.into_iter().map(|r| r[n..].to_vec()).collect())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// Blocks of two cells (reference and cell 0) whose trials follow `x`, with
+    /// y = block + δ·[cell] + Σ γ·x exactly.
+    fn planted(xs: &[[[f64; 2]; 2]], gamma: [f64; 2]) -> Vec<Obs> {
+        let mut out = vec![];
+        for (b, block) in xs.iter().enumerate() {
+            for (i, x) in block.iter().enumerate() {
+                let cell = (i == 1).then_some(0);
+                out.push(Obs {
+                    group: b,
+                    cell,
+                    y: 0.3 * b as f64 - 0.1 * i as f64 + gamma[0] * x[0] + gamma[1] * x[1],
+                    x: x.to_vec(),
+                });
+            }
+        }
+        out
+    }
+
     #[test]
-    fn a_planted_carry_over_is_recovered() {
-        // L = δ + γ d exactly, γ = −0.05, two cells with different δ.
-        let cell = |delta: f64| -> Vec<Pair> {
-            [1.0, 0.0, -1.0, 0.0, 1.0, -1.0]
-                .iter()
-                .map(|&d| Pair {
-                    log_ratio: delta - 0.05 * d,
-                    d,
-                })
-                .collect()
-        };
-        let c = estimate(&[cell(-0.1), cell(-0.3)]).unwrap();
-        assert!((c.gamma + 0.05).abs() < 1e-12 && c.half < 1e-9, "{c:?}");
-        let flat: Vec<Pair> = (0..5)
-            .map(|i| Pair {
-                log_ratio: i as f64,
-                d: 0.0,
+    fn planted_carry_overs_are_recovered_term_by_term() {
+        let xs = [
+            [[1.0, 0.0], [0.0, 1.0]],
+            [[0.0, 0.0], [1.0, 0.0]],
+            [[0.0, 1.0], [0.0, 0.0]],
+            [[1.0, 1.0], [0.0, 0.0]],
+            [[0.0, 0.0], [1.0, 1.0]],
+            [[1.0, 0.0], [1.0, 1.0]],
+            [[0.0, 1.0], [1.0, 0.0]],
+        ];
+        let f = estimate(&planted(&xs, [-0.05, -0.02]), 1, &[0, 1]).unwrap();
+        assert!((f.gamma[0] + 0.05).abs() < 1e-12, "{f:?}");
+        assert!((f.gamma[1] + 0.02).abs() < 1e-12, "{f:?}");
+        let (g, half) = f.term(1).unwrap();
+        assert!((g + 0.02).abs() < 1e-12 && half < 1e-9);
+        assert!((f.correction(&[1.0, -1.0]) + 0.03).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_term_the_design_determines_is_refused() {
+        // Two variants: in each block the contrasts of lag 2 are −1 − 2·(those of lag 1), so
+        // lag 2 is the intercept and lag 1 again.
+        let xs = [
+            [[1.0, 0.0], [0.0, 1.0]],
+            [[0.0, 1.0], [1.0, 0.0]],
+            [[1.0, 0.0], [0.0, 1.0]],
+            [[0.0, 1.0], [1.0, 0.0]],
+            [[1.0, 0.0], [0.0, 1.0]],
+        ];
+        let obs = planted(&xs, [-0.05, 0.0]);
+        assert!(estimate(&obs, 1, &[0, 1]).is_none());
+        let lag1 = estimate(&obs, 1, &[0]).unwrap();
+        assert!((lag1.gamma[0] + 0.05).abs() < 1e-12, "{lag1:?}");
+        let flat: Vec<Obs> = obs
+            .iter()
+            .map(|o| Obs {
+                x: vec![0.0, 0.0],
+                ..o.clone()
             })
             .collect();
-        assert!(
-            estimate(&[flat]).is_none(),
-            "no variation in d: nothing to tell"
-        );
+        assert!(estimate(&flat, 1, &[0]).is_none(), "no variation in x");
     }
 }

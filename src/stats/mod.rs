@@ -1,11 +1,16 @@
 //! The numbers: block-paired overhead with t intervals (`overhead`), a robust companion
-//! (`robust`), carry-over between trials (`carryover`), Holm's adjustment over every interval
-//! (`holm`), per-cell summaries derived from the trials (`summary`), and B/A of two servers
-//! (`ratio`).
+//! (`robust`), carry-over between trials by preceding variant (`carryover`), interactions of
+//! two factors (`interaction`), residual transients (`transient`), Holm's adjustment over
+//! every test (`holm`), per-cell summaries derived from the trials (`summary`), and B/A of
+//! two servers (`ratio`).
 
 pub mod carryover;
+mod cells;
+mod correction;
 pub mod holm;
+mod interaction;
 pub mod overhead;
 pub mod ratio;
 pub mod robust;
 pub mod summary;
+mod transient;

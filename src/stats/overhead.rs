@@ -11,7 +11,7 @@
 //! statrs is used for the t quantile only (its exact Mann-Whitney p-value is wrong for small
 //! samples; we do not use it).
 
-use crate::results::{Estimate, Overhead};
+use crate::results::{Estimate, Overhead, Robust};
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
 /// The two-sided 95% quantile of Student's t with `df` degrees of freedom.
@@ -19,8 +19,8 @@ pub fn t975(df: usize) -> f64 {
     t975_real(df as f64)
 }
 
-/// `t975` for a fractional number of degrees of freedom (Welch's).
-fn t975_real(df: f64) -> f64 {
+/// `t975` for a fractional number of degrees of freedom (Welch's, Satterthwaite's).
+pub fn t975_real(df: f64) -> f64 {
     if df.is_nan() || df <= 0.0 {
         return f64::INFINITY;
     }
@@ -77,13 +77,48 @@ pub fn mean_ci(xs: &[f64]) -> Option<(f64, f64)> {
 /// Two-sided p-value of an estimate `mean` with standard error `se` against 0, Student's t
 /// with `df` degrees of freedom. No spread, no evidence: a zero-variance sample (a
 /// sleep-bound query, a counter that cannot move) is never significant.
-fn two_sided_p(mean: f64, se: f64, df: usize) -> f64 {
+pub fn two_sided_p(mean: f64, se: f64, df: f64) -> f64 {
     if se == 0.0 || !se.is_finite() {
         return 1.0;
     }
-    StudentsT::new(0.0, 1.0, df as f64)
+    StudentsT::new(0.0, 1.0, df)
         .map(|t| 2.0 * (1.0 - t.cdf((mean / se).abs())))
         .unwrap_or(1.0)
+}
+
+/// A variance added to a mean's (a correction estimated elsewhere), with the degrees of
+/// freedom it was estimated on.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Extra {
+    /// The variance.
+    pub var: f64,
+    /// Its degrees of freedom.
+    pub df: usize,
+    /// The degrees of freedom the correction took from the sample's own spread (its
+    /// leverage there): the corrected values were fitted, and vary less than they would.
+    pub used: f64,
+}
+
+impl Extra {
+    /// The standard error of a mean whose own variance is `var` on `df` degrees of freedom
+    /// with this added, and the degrees of freedom of the sum: Welch–Satterthwaite's, never
+    /// more than the mean's own (with few blocks the correction's variance is itself
+    /// uncertain, and the quantile says so; with many it changes nothing).
+    pub fn combine(&self, var: f64, df: usize) -> (f64, f64) {
+        let own = (df as f64 - self.used).max(1.0);
+        let var = var * df as f64 / own;
+        let total = var + self.var;
+        if self.var <= 0.0 || self.df == 0 {
+            return (total.sqrt(), own);
+        }
+        let denom = var.powi(2) / own + self.var.powi(2) / self.df as f64;
+        let dfe = if denom > 0.0 {
+            total.powi(2) / denom
+        } else {
+            own
+        };
+        (total.sqrt(), dfe.min(own))
+    }
 }
 
 /// A log ratio as an overhead in percent: 100 × (1 − e^L).
@@ -94,18 +129,20 @@ pub fn pct(log_ratio: f64) -> f64 {
 /// The overhead from per-block log ratios ln(qps_variant / qps_baseline): the t interval of
 /// their mean, its p-value, the robust companion and the outlier blocks (indices into
 /// `logs`). The ratios may be corrected by an estimate shared with other cells (carry-over):
-/// `extra_var` is what that estimate adds to the variance of their mean (0 when none).
+/// `extra` is what that estimate adds to the variance of their mean (none: 0).
 /// `significant` is per interval here; `summary` replaces it with Holm's decision.
-pub fn overhead_of_corrected(logs: &[f64], extra_var: f64) -> Option<Overhead> {
+pub fn overhead_of_corrected(logs: &[f64], extra: Extra) -> Option<Overhead> {
     let n = logs.len();
     let (mean, var_of_mean) = mean_and_variance_of_mean(logs)?;
-    let se = (var_of_mean + extra_var).sqrt();
-    let half = t975(n - 1) * se;
-    let p_value = two_sided_p(mean, se, n - 1);
+    let (se, df) = extra.combine(var_of_mean, n - 1);
+    let half = t975_real(df) * se;
+    let p_value = two_sided_p(mean, se, df);
     let (lo, hi) = (pct(mean + half), pct(mean - half));
-    let robust = super::robust::hodges_lehmann(logs).map(|(est, l, h)| Estimate {
-        value: pct(est),
-        ci95: [pct(h), pct(l)],
+    let robust = super::robust::trimmed_mean(logs, extra).map(|r| Robust {
+        value: pct(r.est),
+        ci95: [pct(r.hi), pct(r.lo)],
+        p_value: r.p_value,
+        significant: r.p_value < 0.05,
     });
     Some(Overhead {
         pct: pct(mean),
@@ -121,14 +158,14 @@ pub fn overhead_of_corrected(logs: &[f64], extra_var: f64) -> Option<Overhead> {
     })
 }
 
-/// Whether the robust estimate tells a different story from the mean: one interval excludes
-/// 0 and the other does not, or the robust estimate lies outside the mean's interval.
-pub fn robust_disagrees(o: &Overhead) -> bool {
-    let Some(r) = &o.robust else {
-        return false;
-    };
-    let excludes = |ci: [f64; 2]| ci[0] > 0.0 || ci[1] < 0.0;
-    excludes(r.ci95) != excludes(o.ci95_pct) || r.value < o.ci95_pct[0] || r.value > o.ci95_pct[1]
+/// The robust estimate, when it tells a different story from the mean and may be told: it
+/// passed Holm's adjustment in the same family as the means (`Robust::significant`), and
+/// either the mean did not, or the robust estimate lies outside the mean's interval. A
+/// robust estimate that did not pass is never used in words, whatever the mean says.
+pub fn robust_to_tell(o: &Overhead) -> Option<&Robust> {
+    let r = o.robust.as_ref().filter(|r| r.significant)?;
+    let outside = r.value < o.ci95_pct[0] || r.value > o.ci95_pct[1];
+    (!o.significant || outside).then_some(r)
 }
 
 /// Paired difference variant − baseline (e.g. server CPU µs per query), with its 95% CI.
@@ -174,7 +211,7 @@ mod tests {
             .filter(|(b, v)| **b > 0.0 && **v > 0.0)
             .map(|(b, v)| (v / b).ln())
             .collect();
-        overhead_of_corrected(&logs, 0.0)
+        overhead_of_corrected(&logs, Extra::default())
     }
 
     #[test]
@@ -216,7 +253,7 @@ mod tests {
 
     #[test]
     fn p_values_agree_with_the_interval() {
-        let p = |xs: &[f64]| overhead_of_corrected(xs, 0.0).unwrap().p_value;
+        let p = |xs: &[f64]| overhead_of_corrected(xs, Extra::default()).unwrap().p_value;
         let xs = [0.1, 0.12, 0.09, 0.11, 0.13];
         assert!(p(&xs) < 0.001);
         let ys = [0.1, -0.1, 0.05, -0.04];
@@ -260,7 +297,7 @@ mod tests {
         let (diff, se, df) = welch(&a2, &a1).unwrap();
         assert!((diff / se - -2.46).abs() < 0.01, "t = {}", diff / se);
         assert!((df - 24.99).abs() < 0.01, "df = {df}");
-        assert!((two_sided_p(diff, se, df.floor() as usize) - 0.021).abs() < 0.002);
+        assert!((two_sided_p(diff, se, df.floor()) - 0.021).abs() < 0.002);
         let (_, half) = welch_ci(&a2, &a1).unwrap();
         // Wider than the z interval, a little narrower than t with floor(df).
         assert!(half > 1.96 * se && half < t975(24) * se, "{half}");

@@ -1,87 +1,47 @@
 //! Cells from trials: medians, and the overhead of every cell against the baseline cell of
-//! the same thread count (and the same levels of other factors), corrected for carry-over,
-//! with `significant` decided by Holm over every interval. Pure: trials in, cells out.
+//! the same thread count (and the same levels of other factors), paired by block number,
+//! corrected for carry-over, with `significant` decided by Holm over every test the
+//! experiment reports. Pure: trials in, cells out.
 
-use super::carryover::CarryOver;
-use super::carryover::{self, Pair};
+use super::carryover::Pair;
+use super::correction::{Correction, Terms, correct, fit_carry_over, observations, pairs};
 use super::holm::holm;
 use super::overhead::{median, overhead_of_corrected, paired_difference, pct};
-use crate::results::{Cell, CellRate, Estimate, FactorEffect, LatencyDelta, Overhead, Trial};
+use crate::results::{
+    Analysis, CarryOverTerm, Cell, CellRate, FactorEffect, LatencyDelta, Overhead, Trial,
+};
 
-/// A cell's identity and its trials in block order (block k of every variant is element k).
-#[derive(Debug, Clone)]
-pub struct CellTrials {
-    /// Variant name.
-    pub variant: String,
-    /// Index of the variant this one is compared with (itself for a baseline).
-    pub baseline: usize,
-    /// Variant index.
-    pub variant_index: usize,
-    /// Client threads.
-    pub threads: u32,
-    /// The load point (the runner's key): cells of one point are compared with each other.
-    pub point: usize,
-    /// Rate mode: the level's label and the events per second asked.
-    pub rate: Option<(String, f64)>,
-    /// Trials, one per completed block.
-    pub trials: Vec<Trial>,
-    /// Multi-factor: (factor, variant index differing only in that factor).
-    pub effects: Vec<(String, usize)>,
-}
+pub use super::cells::CellTrials;
 
 /// Every cell, and what was estimated over all of them.
 #[derive(Debug, Clone, Default)]
 pub struct Summary {
     /// One per (variant, threads).
     pub cells: Vec<Cell>,
-    /// How much slower a trial runs right after a non-baseline trial (percent, 95% CI).
-    pub carry_over_pct: Option<Estimate>,
-    /// The intervals Holm's adjustment was made over.
-    pub intervals: u32,
-}
-
-/// Whether a trial came right after a trial of a variant other than `first` (the all-off
-/// baseline): what a carry-over would come from.
-fn after_feature(t: &Trial, first: &str) -> f64 {
-    match &t.after {
-        Some(prev) if prev != first => 1.0,
-        _ => 0.0,
-    }
-}
-
-/// Paired blocks of `variant` against `baseline`, in block order.
-fn pairs(baseline: &[Trial], variant: &[Trial], first: &str) -> Vec<Pair> {
-    baseline
-        .iter()
-        .zip(variant)
-        .filter(|(b, v)| b.qps > 0.0 && v.qps > 0.0)
-        .map(|(b, v)| Pair {
-            log_ratio: (v.qps / b.qps).ln(),
-            d: after_feature(v, first) - after_feature(b, first),
-        })
-        .collect()
+    /// Carry-over, interactions, transients, the Holm family's size.
+    pub analysis: Analysis,
 }
 
 /// The overhead from paired blocks, corrected for carry-over; outlier indices become block
 /// numbers.
-fn corrected(pairs: &[Pair], carry: Option<CarryOver>, blocks: &[Trial]) -> Option<Overhead> {
-    let (gamma, se) = carry.map(|c| (c.gamma, c.se)).unwrap_or((0.0, 0.0));
-    let logs: Vec<f64> = pairs.iter().map(|p| p.log_ratio - gamma * p.d).collect();
-    let d_mean = pairs.iter().map(|p| p.d).sum::<f64>() / pairs.len().max(1) as f64;
-    let mut o = overhead_of_corrected(&logs, (d_mean * se).powi(2))?;
+fn corrected((pairs, blocks): &(Vec<Pair>, Vec<u32>), c: Option<&Correction>) -> Option<Overhead> {
+    let (logs, extra) = correct(pairs, c);
+    let mut o = overhead_of_corrected(&logs, extra)?;
     for b in o.outlier_blocks.iter_mut() {
-        *b = blocks.get(*b as usize).map(|t| t.block).unwrap_or(*b);
+        *b = blocks[*b as usize];
     }
     Some(o)
 }
 
 /// Summarize every cell; overhead against its baseline cell at the same threads.
 pub fn summarize(cells: &[CellTrials]) -> Summary {
-    let first = cells
+    let mut names: Vec<(usize, String)> = cells
         .iter()
-        .find(|c| c.variant_index == 0)
-        .map(|c| c.variant.clone())
-        .unwrap_or_default();
+        .map(|c| (c.variant_index, c.variant.clone()))
+        .collect();
+    names.sort();
+    names.dedup();
+    let terms = Terms::new(names.into_iter().map(|(_, n)| n).collect());
     let at = |variant: usize, point: usize| {
         cells
             .iter()
@@ -92,14 +52,23 @@ pub fn summarize(cells: &[CellTrials]) -> Summary {
             .then(|| at(c.baseline, c.point))
             .flatten()
     };
-    // At a fixed rate throughput is what was asked: rate cells have no throughput overhead
-    // (their cost is latency and CPU) and tell nothing about a carry-over.
+    let mut analysis = Analysis {
+        robust_method: super::robust::METHOD.into(),
+        ..Default::default()
+    };
+    let fit = fit_carry_over(
+        &observations(cells, &terms),
+        &terms,
+        &mut analysis.carry_over_notes,
+    );
+    // At a fixed rate throughput is what was asked: rate cells have no throughput overhead.
     let main_pairs: Vec<Vec<Pair>> = cells
         .iter()
         .filter(|c| c.rate.is_none())
-        .filter_map(|c| Some(pairs(&base_of(c)?.trials, &c.trials, &first)))
+        .filter_map(|c| Some(pairs(&base_of(c)?.trials, &c.trials, &terms).0))
         .collect();
-    let carry = carryover::estimate(&main_pairs);
+    let correction = fit.map(|f| Correction::new(f, &main_pairs));
+    let fit = correction.as_ref();
     let mut out: Vec<Cell> = cells
         .iter()
         .map(|c| {
@@ -107,7 +76,7 @@ pub fn summarize(cells: &[CellTrials]) -> Summary {
             let closed = c.rate.is_none();
             let overhead = base
                 .filter(|_| closed)
-                .and_then(|b| corrected(&pairs(&b.trials, &c.trials, &first), carry, &c.trials));
+                .and_then(|b| corrected(&pairs(&b.trials, &c.trials, &terms), fit));
             let effects = c
                 .effects
                 .iter()
@@ -117,7 +86,7 @@ pub fn summarize(cells: &[CellTrials]) -> Summary {
                     Some(FactorEffect {
                         factor: factor.clone(),
                         against: b.variant.clone(),
-                        overhead: corrected(&pairs(&b.trials, &c.trials, &first), carry, &c.trials),
+                        overhead: corrected(&pairs(&b.trials, &c.trials, &terms), fit),
                     })
                 })
                 .collect();
@@ -129,9 +98,10 @@ pub fn summarize(cells: &[CellTrials]) -> Summary {
                     p99: by_block(&b.trials, &c.trials, |t| Some(t.latency_ms.p99))?,
                 })
             });
+            // A value some trials lack (withheld, not measured): the median of those that
+            // have it.
             let opt_median = |f: fn(&Trial) -> Option<f64>| -> Option<f64> {
-                let v: Option<Vec<f64>> = c.trials.iter().map(f).collect();
-                median(&v?)
+                median(&c.trials.iter().filter_map(f).collect::<Vec<_>>())
             };
             let of = |f: fn(&Trial) -> f64| {
                 median(&c.trials.iter().map(f).collect::<Vec<_>>()).unwrap_or(0.0)
@@ -157,31 +127,62 @@ pub fn summarize(cells: &[CellTrials]) -> Summary {
             }
         })
         .collect();
-    let intervals = adjust(&mut out);
+    if let Some(f) = fit.map(Correction::fit) {
+        analysis.carry_over = f
+            .terms
+            .iter()
+            .map(|&k| {
+                let (g, half) = f.term(k).expect("a kept term");
+                let (after, lag) = terms.describe(k);
+                // Slower after: γ < 0 in log units is a positive slowdown.
+                let ci95_pct = [pct(g + half), pct(g - half)];
+                CarryOverTerm {
+                    after,
+                    lag,
+                    pct: pct(g),
+                    significant: ci95_pct[0] > 0.0 || ci95_pct[1] < 0.0,
+                    ci95_pct,
+                }
+            })
+            .collect();
+    }
+    analysis.interactions =
+        super::interaction::interactions(cells, &terms, fit.map(Correction::fit));
+    analysis.transients = super::transient::transients(cells, &terms.names);
+    // An effect against the cell's own baseline is its overhead: one test, counted once.
+    let same: Vec<Vec<bool>> = cells
+        .iter()
+        .zip(&out)
+        .map(|(c, o)| {
+            let base = base_of(c).map(|b| b.variant.as_str());
+            o.effects
+                .iter()
+                .map(|e| Some(e.against.as_str()) == base)
+                .collect()
+        })
+        .collect();
+    analysis.intervals = adjust(&mut out, &same, &mut analysis);
     Summary {
         cells: out,
-        carry_over_pct: carry.map(|c| Estimate {
-            // Slower after a feature trial: γ < 0 in log units is a positive slowdown.
-            value: pct(c.gamma),
-            ci95: [pct(c.gamma + c.half), pct(c.gamma - c.half)],
-        }),
-        intervals,
+        analysis,
     }
 }
 
-/// The variant minus its baseline in each block both ran, with a t interval over those
-/// blocks. None when a trial lacks the value or fewer than two blocks pair up.
+/// The variant minus its baseline in each block both ran and both have the value for, with
+/// a t interval over those blocks.
 fn by_block(
     baseline: &[Trial],
     variant: &[Trial],
     f: impl Fn(&Trial) -> Option<f64>,
-) -> Option<Estimate> {
+) -> Option<crate::results::Estimate> {
     let mut b = vec![];
     let mut v = vec![];
     for t in variant {
-        if let Some(base) = baseline.iter().find(|x| x.block == t.block) {
-            b.push(f(base)?);
-            v.push(f(t)?);
+        if let Some(base) = baseline.iter().find(|x| x.block == t.block)
+            && let (Some(x), Some(y)) = (f(base), f(t))
+        {
+            b.push(x);
+            v.push(y);
         }
     }
     paired_difference(&b, &v)
@@ -209,20 +210,119 @@ fn cell_rate(level: &str, asked: f64, trials: &[Trial]) -> CellRate {
     }
 }
 
-/// Holm over every overhead the cells report (each cell's and each factor effect's); returns
-/// how many there were.
-fn adjust(cells: &mut [Cell]) -> u32 {
-    let mut all: Vec<&mut Overhead> = vec![];
-    for c in cells.iter_mut() {
+/// Holm over every test the experiment reports: each cell's overhead and its robust
+/// companion, each factor effect and its companion, each interaction. An effect that is
+/// the cell's overhead itself (`same`, per cell and effect) is one test, not two: it takes
+/// the overhead's decision. Returns how many.
+fn adjust(cells: &mut [Cell], same: &[Vec<bool>], analysis: &mut Analysis) -> u32 {
+    let mut p = vec![];
+    let mut flags: Vec<&mut bool> = vec![];
+    for (c, same) in cells.iter_mut().zip(same) {
         let Cell {
             overhead, effects, ..
         } = c;
-        all.extend(overhead.as_mut());
-        all.extend(effects.iter_mut().filter_map(|e| e.overhead.as_mut()));
+        let distinct = effects
+            .iter_mut()
+            .zip(same)
+            .filter(|(_, s)| !**s)
+            .filter_map(|(e, _)| e.overhead.as_mut());
+        for o in overhead.as_mut().into_iter().chain(distinct) {
+            p.push(o.p_value);
+            flags.push(&mut o.significant);
+            if let Some(r) = o.robust.as_mut() {
+                p.push(r.p_value);
+                flags.push(&mut r.significant);
+            }
+        }
     }
-    let p: Vec<f64> = all.iter().map(|o| o.p_value).collect();
-    for (o, sig) in all.iter_mut().zip(holm(&p, 0.05)) {
-        o.significant = sig;
+    for i in analysis.interactions.iter_mut() {
+        p.push(i.p_value);
+        flags.push(&mut i.significant);
+    }
+    for (flag, sig) in flags.into_iter().zip(holm(&p, 0.05)) {
+        *flag = sig;
+    }
+    for (c, same) in cells.iter_mut().zip(same) {
+        let Some(o) = c.overhead.clone() else {
+            continue;
+        };
+        for (e, _) in c.effects.iter_mut().zip(same).filter(|(_, s)| **s) {
+            e.overhead = Some(o.clone());
+        }
     }
     p.len() as u32
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn trial(block: u32, qps: f64) -> Trial {
+        Trial {
+            block,
+            qps,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn blocks_pair_by_number_not_position() {
+        // The variant skipped blocks 2 and 3 (it had met its goal) and ran again in block 4:
+        // its third trial goes with the baseline's block 4, not block 2.
+        let terms = Terms::new(vec!["off".into(), "on".into()]);
+        let base: Vec<Trial> = (0..5).map(|b| trial(b, 100.0 + 10.0 * b as f64)).collect();
+        let var = vec![trial(0, 90.0), trial(1, 99.0), trial(4, 126.0)];
+        let (p, blocks) = pairs(&base, &var, &terms);
+        assert_eq!(blocks, [0, 1, 4]);
+        for x in &p {
+            assert!((x.log_ratio - 0.9f64.ln()).abs() < 1e-12, "{p:?}");
+        }
+    }
+
+    #[test]
+    fn a_withheld_value_drops_its_block_not_the_estimate() {
+        let mut base: Vec<Trial> = (0..4).map(|b| trial(b, 100.0)).collect();
+        let mut var: Vec<Trial> = (0..4).map(|b| trial(b, 90.0)).collect();
+        for (i, t) in base.iter_mut().enumerate() {
+            t.server_cpu_us_per_query = Some(20.0 + i as f64 * 0.1);
+        }
+        for (i, t) in var.iter_mut().enumerate() {
+            t.server_cpu_us_per_query = Some(25.0 + i as f64 * 0.12);
+        }
+        base[2].server_cpu_us_per_query = None;
+        let e = by_block(&base, &var, |t| t.server_cpu_us_per_query).unwrap();
+        assert!((e.value - 5.0).abs() < 0.1, "{e:?}");
+    }
+
+    #[test]
+    fn an_effect_that_is_the_overhead_is_one_test() {
+        // a0 is the baseline; a1's factor effect is against a0 (its overhead again), b1's
+        // against a1 (another comparison).
+        let noisy = |b: u32, level: f64| trial(b, level * (1.0 + 0.01 * ((b * 7 % 5) as f64)));
+        let cell = |name: &str, i: usize, level: f64, effects: Vec<(String, usize)>| CellTrials {
+            variant: name.into(),
+            baseline: 0,
+            variant_index: i,
+            threads: 8,
+            point: 0,
+            rate: None,
+            trials: (0..8).map(|b| noisy(b, level)).collect(),
+            effects,
+            levels: vec![],
+        };
+        let cells = [
+            cell("a0", 0, 100.0, vec![]),
+            cell("a1", 1, 80.0, vec![("f".into(), 0)]),
+            cell("b1", 2, 70.0, vec![("f".into(), 1)]),
+        ];
+        let s = summarize(&cells);
+        let robust = s.cells[1].overhead.as_ref().unwrap().robust.is_some();
+        // Two overheads and one distinct effect, each with its robust companion.
+        assert_eq!(s.analysis.intervals, if robust { 6 } else { 3 });
+        let a1 = &s.cells[1];
+        assert_eq!(
+            a1.effects[0].overhead, a1.overhead,
+            "the same test, the same decision"
+        );
+    }
 }

@@ -94,6 +94,7 @@ pub(crate) fn an_agent_in_another_network_namespace_loads_over_the_wire(ctx: &Ct
         server_bin: Some(wrapper),
         port: Some(3306),
         server_opts: vec![format!("bind-address={server_addr}")],
+        cpus: None,
     })
     .expect("starting MariaDB in the server's namespace");
     let mut root = common::root(&server.socket());

@@ -398,6 +398,14 @@ fn the_managed_demo_answers_the_three_questions(ctx: &Ctx) {
     ok(&o);
     let v = validate_results(&out.join("results.json"));
     assert_eq!(v["target"]["kind"], "managed:postgres");
+    // The demo runs pinned: server and load on disjoint CPUs (two or more here).
+    if dbtax::cpus::allowed().len() >= 2 {
+        assert_eq!(v["pinned"], true, "{}", v["cpus"]);
+        let server = v["cpus"]["server"].as_array().unwrap();
+        let load = v["cpus"]["load"].as_array().unwrap();
+        assert!(!server.is_empty() && !load.is_empty(), "{}", v["cpus"]);
+        assert!(server.iter().all(|c| !load.contains(c)), "{}", v["cpus"]);
+    }
     let words = String::from_utf8_lossy(&o.stdout);
     for (f, said) in [
         ("general-log", "The statement log (log_statement = 'all')"),

@@ -105,7 +105,7 @@ impl ManagedServer {
             version_line,
         };
         Ok(ManagedServer {
-            process: ManagedProcess::start(launch, &config.server_opts)?,
+            process: ManagedProcess::start(launch, config)?,
         })
     }
 

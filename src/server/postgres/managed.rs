@@ -100,7 +100,7 @@ impl PgManaged {
             owner: server_owner()?,
         };
         Ok(PgManaged {
-            process: ManagedProcess::start(launch, &config.server_opts)?,
+            process: ManagedProcess::start(launch, config)?,
         })
     }
 

@@ -4,6 +4,9 @@
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+mod analysis;
+pub use analysis::{Analysis, CarryOverTerm, Interaction, Robust, Transient};
+
 /// The schema tag written into every results.json.
 pub const SCHEMA: &str = "dbtax/1";
 
@@ -36,6 +39,17 @@ pub struct Trial {
     /// carry-over would come from. Absent for the very first trial.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub after: Option<String>,
+    /// The variant of the trial two before it: what a carry-over lasting two trials would
+    /// come from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after2: Option<String>,
+    /// How long the warm-up after the switch ran before the throughput was steady, s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settle_s: Option<f64>,
+    /// Statements per second in the first and the second half of the measured window: a
+    /// transient the warm-up did not wait out shows as a slower first half.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub halves_qps: Option<[f64; 2]>,
     /// Statements per second over the measured window.
     pub qps: f64,
     /// Events (transactions for OLTP mixes, statement lists for `query`) per second.
@@ -134,6 +148,9 @@ pub struct AgentInfo {
     pub arch: String,
     /// Its CPU cores.
     pub cores: u32,
+    /// The CPUs its load ran on.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cpus: Vec<usize>,
     /// Its dbtax version.
     pub version: String,
     /// The shortest round trip measured at hello, ms.
@@ -268,10 +285,10 @@ pub struct Overhead {
     /// Two-sided p-value of "no overhead" (t test on the paired log ratios), unadjusted.
     #[serde(default = "one")]
     pub p_value: f64,
-    /// The Hodges–Lehmann estimate of the same paired log ratios with its signed-rank 95%
-    /// interval, in percent; null below 6 blocks.
+    /// The robust companion of the same paired log ratios (`robust_method` says which), in
+    /// percent, with its own test in the same Holm family; null when too few blocks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub robust: Option<Estimate>,
+    pub robust: Option<Robust>,
     /// Blocks (numbers, from 0) whose paired ratio is an outlier (modified z-score > 3.5).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub outlier_blocks: Vec<u32>,
@@ -461,14 +478,17 @@ pub struct Results {
     pub cells: Vec<Cell>,
     /// Things the reader should know (noisy client, cells short of the precision goal...).
     pub warnings: Vec<String>,
-    /// The carry-over estimate: how much slower (%) a trial runs right after a trial of a
-    /// non-baseline variant than after the baseline, with its 95% interval. Paired ratios are
-    /// corrected for it. Null when the order gives no way to tell.
+    /// Where the server and dbtax's load ran when they shared this machine (null: the server
+    /// is elsewhere, or its process was not found).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub carry_over_pct: Option<Estimate>,
-    /// How many intervals the Holm adjustment of `significant` was made over.
+    pub cpus: Option<crate::cpus::Cpus>,
+    /// Server and load ran on disjoint CPUs.
     #[serde(default)]
-    pub intervals: u32,
+    pub pinned: bool,
+    /// What was estimated over every cell: carry-over, interactions, residual transients,
+    /// and the family of intervals Holm's adjustment was made over.
+    #[serde(flatten)]
+    pub analysis: Analysis,
     /// Rate mode (open loop): the levels, the arrivals and the calibration. Null: closed
     /// loop.
     #[serde(default, skip_serializing_if = "Option::is_none")]
