@@ -299,6 +299,11 @@ pub struct RunArgs {
     /// Stop before the log files grow by more than this many bytes (e.g. 2G, 500M).
     #[arg(long, value_parser = crate::units::bytes)]
     pub max_log_bytes: Option<u64>,
+    /// On a server that is not on this machine, switch features that write a log file
+    /// anyway: dbtax cannot watch that file's size there (no disk guard, no log bytes per
+    /// query); results.json records that you accepted it
+    #[arg(long)]
+    pub unguarded_logs: bool,
     /// Output directory (default ./dbtax-results/<timestamp>-<name>/).
     #[arg(long, short = 'o')]
     pub out: Option<PathBuf>,

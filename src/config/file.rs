@@ -24,6 +24,7 @@ struct ExperimentFile {
     precision: Option<f64>,
     budget: Option<String>,
     max_log_bytes: Option<String>,
+    unguarded_logs: Option<bool>,
     seed: Option<u64>,
     queries_per_trial: Option<u64>,
     headline_threads: Option<u32>,
@@ -199,6 +200,9 @@ pub fn from_toml(text: &str, default_name: &str) -> Result<Experiment> {
     exp.stop = stop_rule(f.repeats, f.precision, budget, &exp.stop)?;
     if let Some(m) = f.max_log_bytes {
         exp.max_log_bytes = Some(parse_bytes("max_log_bytes", &m)?);
+    }
+    if let Some(u) = f.unguarded_logs {
+        exp.unguarded_logs = u;
     }
     if let Some(s) = f.seed {
         exp.seed = s;

@@ -78,6 +78,7 @@ fn base(name: &str, workload: Workload, threads: Vec<u32>, repeats: u32) -> Expe
         stop: StopRule::Repeats(repeats),
         variants: vec![],
         max_log_bytes: None,
+        unguarded_logs: false,
         seed: super::run::new_seed(),
         queries_per_trial: None,
         managed_server_opts: vec![],

@@ -55,6 +55,7 @@ pub fn experiment(args: &RunArgs) -> Result<Experiment> {
     if args.repeats.is_some() || args.precision.is_some() || args.budget.is_some() {
         exp.stop = stop_rule(args.repeats, args.precision, args.budget, &exp.stop)?;
     }
+    exp.unguarded_logs |= args.unguarded_logs;
     if let Some(m) = args.max_log_bytes {
         exp.max_log_bytes = Some(m);
     }

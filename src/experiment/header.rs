@@ -45,6 +45,7 @@ pub(super) fn header(
         warnings: plan.cpus.warning.iter().cloned().collect(),
         cpus: plan.cpus.cpus.clone(),
         pinned: plan.cpus.pinned,
+        unguarded_logs: plan.unguarded_logs,
         analysis: Default::default(),
         agents: vec![],
         rate: exp.open_loop.as_ref().map(|o| RateRun {

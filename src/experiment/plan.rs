@@ -139,6 +139,8 @@ pub struct Plan {
     pub notes: Vec<String>,
     /// Where server and load run (filled in by `session::open`, once the server is reached).
     pub cpus: crate::cpus::Placement,
+    /// Feature logs will grow on a server not on this machine, unwatched (`--unguarded-logs`).
+    pub unguarded_logs: bool,
 }
 
 impl Plan {

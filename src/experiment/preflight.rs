@@ -88,6 +88,7 @@ pub fn preflight(exp: &Experiment, server: &Server, restart_cmd: Option<&str>) -
         .iter()
         .flat_map(|f| f.log_file_vars.iter().copied())
         .collect();
+    let unguarded_logs = !ctx.local && unwatched_logs(exp, &features, server, &mut notes)?;
     let log_files = LogFiles::resolve(admin.as_mut(), server, log_file_vars)?;
     for f in &log_files.paths {
         let dir = f.parent().unwrap_or(f);
@@ -143,7 +144,53 @@ pub fn preflight(exp: &Experiment, server: &Server, restart_cmd: Option<&str>) -
         restarter,
         notes,
         cpus: Default::default(),
+        unguarded_logs,
     })
+}
+
+/// On a server that is not on this machine dbtax cannot read its files or /proc: say which
+/// figures will be missing, and refuse features that write a log file there (it would grow
+/// unwatched: no disk guard) unless the user accepted that (`--unguarded-logs`). Whether such
+/// logs will be written.
+fn unwatched_logs(
+    exp: &Experiment,
+    features: &[Feature],
+    server: &Server,
+    notes: &mut Vec<String>,
+) -> Result<bool> {
+    notes.push(
+        "dbtax cannot find the server's process and files on this machine (it is elsewhere, \
+         or this login may not see where they are), so server CPU per query, log bytes per \
+         query and the disk guard are not available (throughput and latency are)"
+            .into(),
+    );
+    let logging: Vec<&str> = features
+        .iter()
+        .filter(|f| !f.log_file_vars.is_empty())
+        .map(|f| f.name)
+        .collect();
+    if logging.is_empty() {
+        return Ok(false);
+    }
+    if !exp.unguarded_logs {
+        return Err(usage(format!(
+            "{} write{} a log file on {}, whose files dbtax cannot reach (the server is not on \
+             this machine, or this login may not see where its files are): dbtax could not \
+             watch the log's size (the disk guard stops a run before a log fills its disk) nor \
+             measure its bytes per query. Run dbtax on the database's host as a user who can \
+             read the server's files, or pass --unguarded-logs (unguarded_logs = true in a \
+             file) to accept the log growing unwatched. Nothing was changed",
+            logging.join(", "),
+            if logging.len() == 1 { "s" } else { "" },
+            server.label()
+        )));
+    }
+    notes.push(format!(
+        "--unguarded-logs: {} will write a log file on the server that dbtax cannot watch; \
+         keep an eye on its disk",
+        logging.join(", ")
+    ));
+    Ok(true)
 }
 
 /// The settings the variants set that only a restart switches: (name, value, the server

@@ -163,6 +163,9 @@ pub struct Experiment {
     pub variants: Vec<VariantSpec>,
     /// Stop before the feature logs grow by more than this.
     pub max_log_bytes: Option<u64>,
+    /// On a server not on this machine, switch features that write a log file although
+    /// dbtax cannot watch it (`--unguarded-logs`): otherwise such a run is refused.
+    pub unguarded_logs: bool,
     /// Seed for the trial order.
     pub seed: u64,
     /// Trials run this many statements each (mysqlslap style) instead of for `trial`.
@@ -263,6 +266,7 @@ impl Experiment {
             stop: StopRule::Repeats(DEFAULT_BLOCKS),
             variants: vec![],
             max_log_bytes: None,
+            unguarded_logs: false,
             seed: 0,
             queries_per_trial: None,
             managed_server_opts: vec![],

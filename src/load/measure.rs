@@ -19,6 +19,11 @@ pub struct Snapshot {
     pub log_bytes: Option<u64>,
     /// The server's status counters.
     pub status: BTreeMap<String, f64>,
+    /// Events dbtax's own load completed while the status counters were being read: the
+    /// server read them at some instant in between, so dbtax's count of its statements in
+    /// the server's window is known only to within these (a busy server may take a second to
+    /// answer SHOW GLOBAL STATUS).
+    pub read_lag_events: u64,
 }
 
 /// Read everything now. `admin`: where the status counters come from (None: not read).
@@ -52,6 +57,7 @@ pub fn snapshot(
         log_bytes,
         status,
         at: Instant::now(),
+        read_lag_events: 0,
     }
 }
 

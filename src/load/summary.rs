@@ -111,10 +111,13 @@ pub fn summarize(
         .filter_map(|(k, a)| before.status.get(k).map(|b| (k.clone(), per_query(a - b))))
         .collect();
     // The server's CPU is all its clients': when others ran more than a few percent of the
-    // statements (its `Questions` against dbtax's own count), the figure is not dbtax's.
+    // statements (its `Questions` against dbtax's own count, less what dbtax ran while the
+    // server answered the status reads), the figure is not dbtax's.
+    let per_event = queries as f64 / events.max(1) as f64;
+    let lag = (before.read_lag_events + after.read_lag_events) as f64 * per_event;
     let others_pct = server_counters_per_query
         .get("Questions")
-        .map(|q| (100.0 * (q - 1.0)).max(0.0));
+        .map(|q| (100.0 * (q - 1.0 - lag / queries as f64)).max(0.0));
     let server_cpu_us_per_query = match (&before.server_cpu, &after.server_cpu) {
         (Some(_), Some(_)) if others_pct.is_some_and(|p| p > OTHER_CLIENTS_PCT) => None,
         (Some(b), Some(a)) => Some(per_query(b.used_until(a))),
@@ -185,6 +188,7 @@ mod tests {
             server_cpu: None,
             log_bytes: None,
             status: BTreeMap::new(),
+            read_lag_events: 0,
         }
     }
 
@@ -203,5 +207,33 @@ mod tests {
         assert!(msg.contains("1.5 s measured window"), "{msg}");
         assert!(msg.contains("did not answer"), "{msg}");
         assert!(msg.contains("--trial"), "{msg}");
+    }
+
+    #[test]
+    fn statements_run_while_the_server_answered_the_status_read_are_not_other_clients() {
+        // 10,000 statements measured; the server counted 18,000 between its two reads. dbtax
+        // ran 8,000 while the first read was being answered: nobody else was there. With a
+        // lag of 3,000 the other 5,000 (50%) were someone else's.
+        let t = Instant::now();
+        let trial = |lag: u64| {
+            let mut report = WorkerReport::empty(false);
+            report.queries = 10_000;
+            report.events = 10_000;
+            report.latency_us.record(100).unwrap();
+            let mut before = at(t);
+            before.status.insert("Questions".into(), 1_000.0);
+            before.read_lag_events = lag;
+            before.server_cpu = Some(Default::default());
+            let mut after = at(t + Duration::from_secs(1));
+            after.status.insert("Questions".into(), 19_000.0);
+            after.server_cpu = Some(Default::default());
+            summarize(vec![report], &before, &after, None, 0.0).unwrap()
+        };
+        let quiet = trial(8_000);
+        assert_eq!(quiet.other_clients_pct, None);
+        assert!(quiet.server_cpu_us_per_query.is_some());
+        let others = trial(3_000);
+        assert!((others.other_clients_pct.unwrap() - 50.0).abs() < 1e-9);
+        assert_eq!(others.server_cpu_us_per_query, None, "withheld");
     }
 }

@@ -59,7 +59,7 @@ pub fn run_local(
         }
         let before = early
             .take()
-            .unwrap_or_else(|| snapshot(server, probes, admin.as_mut()));
+            .unwrap_or_else(|| snapshot_during(shared, server, probes, admin.as_mut()));
         begin_measure(shared, t0, before.at);
         let mut halves = None;
         if settles {
@@ -80,7 +80,7 @@ pub fn run_local(
         }
         Ok::<_, anyhow::Error>((
             before,
-            snapshot(server, probes, admin.as_mut()),
+            snapshot_during(shared, server, probes, admin.as_mut()),
             settled,
             halves,
         ))
@@ -98,6 +98,19 @@ pub fn run_local(
     };
     trial.halves_qps = halves.map(|h| h.map(|e| e * per_event));
     Ok(trial)
+}
+
+/// A snapshot taken while the workers run, with the events they completed during it.
+fn snapshot_during(
+    shared: &Shared,
+    server: &crate::server::Server,
+    probes: &TrialProbes,
+    admin: Option<&mut Box<dyn crate::server::Admin>>,
+) -> super::measure::Snapshot {
+    let from = shared.total_events();
+    let mut s = snapshot(server, probes, admin);
+    s.read_lag_events = shared.total_events().saturating_sub(from);
+    s
 }
 
 /// Open one connection per client, all before any load: a bad login fails here.

@@ -112,21 +112,17 @@ impl Frame {
 fn frame(axes: &Axes, series: &[Series], bars: bool) -> (String, Frame) {
     let mut vals: Vec<f64> = series
         .iter()
-        .flat_map(|s| {
-            s.values
-                .iter()
-                .flatten()
-                .copied()
-                .chain(s.ci.iter().flatten().flat_map(|(a, b)| [*a, *b]))
-        })
+        .flat_map(|s| s.values.iter().flatten().copied())
         .filter(|v| v.is_finite())
         .collect();
     if axes.zero_line || bars {
         vals.push(0.0);
     }
-    let lo = vals.iter().copied().fold(f64::INFINITY, f64::min);
-    let hi = vals.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    let (lo, hi) = if lo.is_finite() { (lo, hi) } else { (0.0, 1.0) };
+    let ends = series
+        .iter()
+        .flat_map(|s| s.ci.iter().flatten().flat_map(|(a, b)| [*a, *b]))
+        .filter(|v| v.is_finite());
+    let (lo, hi) = y_range(&vals, ends);
     let ticks = nice_ticks(lo, hi, 5);
     let f = Frame {
         y0: *ticks.first().unwrap_or(&lo),
@@ -206,6 +202,22 @@ fn frame(axes: &Axes, series: &[Series], bars: bool) -> (String, Frame) {
     (s, f)
 }
 
+/// The range a chart plots: every value, and the intervals' ends as far as they stay within
+/// the values' own span again on either side: one wild interval (±300 points over four
+/// blocks) must not flatten every other; it is drawn clipped, with an arrow at the edge.
+fn y_range(values: &[f64], ends: impl Iterator<Item = f64>) -> (f64, f64) {
+    let lo = values.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    if !lo.is_finite() {
+        return (0.0, 1.0);
+    }
+    let span = (hi - lo).max(0.1 * hi.abs().max(lo.abs())).max(1e-9);
+    let (floor, ceiling) = (lo - span, hi + span);
+    ends.fold((lo, hi), |(a, b), e| {
+        (a.min(e.max(floor)), b.max(e.min(ceiling)))
+    })
+}
+
 /// Lines over the x positions, with CI bars where given.
 pub fn line_chart(axes: &Axes, series: &[Series]) -> String {
     let (mut s, f) = frame(axes, series, false);
@@ -231,14 +243,25 @@ pub fn line_chart(axes: &Axes, series: &[Series]) -> String {
         for (i, ci) in se.ci.iter().enumerate() {
             if let Some((lo, hi)) = ci.filter(|(a, b)| a.is_finite() && b.is_finite()) {
                 let x = f.x(i) + dx;
+                let (a, b) = (f.y(lo.max(f.y0)), f.y(hi.min(f.y1)));
                 let _ = writeln!(
                     s,
-                    r##"<path class="ci" d="M{x:.1},{a:.1}V{b:.1}M{l:.1},{a:.1}H{r:.1}M{l:.1},{b:.1}H{r:.1}" stroke="{c}" stroke-width="1.5" fill="none"/>"##,
-                    a = f.y(lo),
-                    b = f.y(hi),
+                    r##"<path class="ci" d="M{x:.1},{a:.1}V{b:.1}M{l:.1},{a:.1}H{r:.1}M{l:.1},{b:.1}H{r:.1}" stroke="{c}" stroke-width="1.5" fill="none"><title>{lo:.1} to {hi:.1}</title></path>"##,
                     l = x - 4.0,
                     r = x + 4.0
                 );
+                // An end past the plotted range: an arrow at the edge points on.
+                for (past, y, dir) in [(lo < f.y0, a, 1.0), (hi > f.y1, b, -1.0)] {
+                    if past {
+                        let _ = writeln!(
+                            s,
+                            r##"<path class="clipped" d="M{l:.1},{y:.1}L{r:.1},{y:.1}L{x:.1},{t:.1}Z" fill="{c}"/>"##,
+                            l = x - 5.0,
+                            r = x + 5.0,
+                            t = y + 8.0 * dir
+                        );
+                    }
+                }
             }
         }
         for (x, y) in pts {
@@ -323,5 +346,44 @@ mod tests {
         assert_eq!(fmt_tick(0.05, 0.05), "0.05");
         assert_eq!(fmt_tick(20.0, 10.0), "20");
         assert_eq!(fmt_tick(40_000.0, 10_000.0), "40k");
+    }
+
+    #[test]
+    fn one_wild_interval_is_clipped_not_the_scale_of_all() {
+        let axes = Axes {
+            title: "Overhead",
+            x_label: "client threads",
+            y_label: "overhead, % of throughput",
+            x_ticks: &["1".to_string(), "16".to_string()],
+            zero_line: true,
+        };
+        let s = Series {
+            name: "slow-log".into(),
+            values: vec![Some(-12.0), Some(20.0)],
+            ci: vec![Some((-360.0, 69.0)), Some((15.0, 25.0))],
+            color: 1,
+        };
+        let svg = line_chart(&axes, &[s]);
+        // The values span −12 to 20: the axis stops within one span of them, not at −400.
+        let (lo, hi) = y_range(&[-12.0, 20.0, 0.0], [-360.0, 69.0, 15.0, 25.0].into_iter());
+        assert!(
+            (-44.0..=-12.0).contains(&lo) && (25.0..=52.0).contains(&hi),
+            "{lo} {hi}"
+        );
+        assert!(!svg.contains(">-400<") && !svg.contains(">-300<"), "{svg}");
+        assert_eq!(
+            svg.matches("class=\"clipped\"").count(),
+            2,
+            "both ends: {svg}"
+        );
+        assert!(svg.contains("<title>-360.0 to 69.0</title>"));
+        // Intervals within range are drawn whole, without arrows.
+        let calm = Series {
+            name: "general-log".into(),
+            values: vec![Some(5.0), Some(20.0)],
+            ci: vec![Some((2.0, 8.0)), Some((15.0, 25.0))],
+            color: 2,
+        };
+        assert!(!line_chart(&axes, &[calm]).contains("clipped"));
     }
 }

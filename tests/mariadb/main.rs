@@ -9,6 +9,7 @@ mod bench;
 #[path = "../common/mod.rs"]
 mod common;
 mod cpus;
+mod remote;
 mod restart;
 mod run;
 mod safety;
@@ -161,6 +162,8 @@ fn main() {
         cpus::a_managed_server_starts_on_its_own_cpus,
         cpus::a_users_unbound_server_is_not_moved_and_the_results_say_they_shared,
         cpus::a_users_bound_server_keeps_its_cpus_and_the_load_takes_the_rest,
+        cpus::a_busy_server_slow_to_answer_its_status_is_not_taken_for_other_clients,
+        remote::logs_on_a_server_elsewhere_are_refused_unless_accepted,
         ],
         || {
             let port = common::free_port();
