@@ -142,12 +142,8 @@ pub fn allowed() -> Vec<usize> {
     }
 }
 
-/// Bind the calling thread (and the threads it starts from now on) to `cpus`.
-pub fn bind_this_thread(cpus: &[usize]) -> std::io::Result<()> {
-    set_affinity(cpus)
-}
-
-/// sched_setaffinity(0, cpus): async-signal-safe, so a child may call it before exec.
+/// Bind the calling thread (and the threads it starts from now on) to `cpus`:
+/// sched_setaffinity(0, cpus), async-signal-safe, so a child may call it before exec.
 pub fn set_affinity(cpus: &[usize]) -> std::io::Result<()> {
     // SAFETY: the set is built in place; sched_setaffinity only reads it.
     unsafe {
@@ -202,7 +198,7 @@ pub fn managed_server_cpus(choice: &Choice) -> Option<Vec<usize>> {
 
 /// Where server and load run, once the server is reached: `started_on` the CPUs a managed
 /// server was started on, `pid` the server's process when it is on this machine. Nothing is
-/// bound here (`bind_this_thread` with the load's CPUs does that).
+/// bound here (`set_affinity` with the load's CPUs, on the thread that starts the workers, does that).
 pub fn place(
     choice: &Choice,
     started_on: Option<&[usize]>,

@@ -50,7 +50,7 @@ pub fn open(
     );
     // From here on every thread this one starts (the workers) runs on the load's CPUs.
     if let Some(c) = plan.cpus.cpus.as_ref().filter(|_| plan.cpus.pinned) {
-        crate::cpus::bind_this_thread(&c.load).map_err(|e| {
+        crate::cpus::set_affinity(&c.load).map_err(|e| {
             crate::error::usage(format!(
                 "cannot bind dbtax's load to CPU {}: {e}",
                 crate::cpus::format_list(&c.load)

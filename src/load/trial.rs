@@ -49,13 +49,12 @@ pub fn run_local(
         let mut workers = Workers::new(shared, plan, on_tick);
         let mut settled = None;
         if !queries_mode {
-            if settles {
-                workers.settle = Some(Settle::new(Instant::now(), shared.total_events()));
-            }
             let started = Instant::now();
+            if settles {
+                workers.settle = Some(Settle::new(started, shared.total_events()));
+            }
             run_phase(&mut workers, Some(started + plan.warmup), false, watch)?;
-            settled = settles.then(|| started.elapsed().as_secs_f64());
-            workers.settle = None;
+            settled = workers.settle.take().map(|s| s.elapsed_s(Instant::now()));
         }
         let before = early
             .take()

@@ -60,11 +60,9 @@ impl Fit {
 
     /// The share of the fit's information on its terms that one cell's pairs hold,
     /// trace(S_cell · S_all⁻¹), S the sums of squares and products of the pairs' centred
-    /// contrasts (`spread`): the degrees of freedom the correction takes from that cell.
-    pub fn leverage(&self, cell: &[Pair], all: &[Vec<f64>]) -> f64 {
-        let Some(inv) = invert(all) else {
-            return 0.0;
-        };
+    /// contrasts (`spread`), `inv` = S_all⁻¹: the degrees of freedom the correction takes
+    /// from that cell.
+    pub fn leverage(&self, cell: &[Pair], inv: &[Vec<f64>]) -> f64 {
         let s = spread(cell, &self.terms);
         let k = self.terms.len();
         (0..k)
@@ -136,7 +134,9 @@ pub fn estimate(obs: &[Obs], cells: usize, keep: &[usize]) -> Option<Fit> {
     let mut xtx = vec![vec![0.0; width]; width];
     let mut xty = vec![0.0; width];
     let mut rows: Vec<(f64, Vec<f64>)> = vec![];
+    let mut groups_used = 0;
     for members in groups.values().filter(|m| m.len() >= 2) {
+        groups_used += 1;
         let n = members.len() as f64;
         let raw: Vec<Vec<f64>> = members.iter().map(|o| row(o)).collect();
         let ym = members.iter().map(|o| o.y).sum::<f64>() / n;
@@ -168,7 +168,6 @@ pub fn estimate(obs: &[Obs], cells: usize, keep: &[usize]) -> Option<Fit> {
     let beta: Vec<f64> = (0..live.len())
         .map(|i| (0..live.len()).map(|j| inv[i][j] * xty[live[j]]).sum())
         .collect();
-    let groups_used = groups.values().filter(|m| m.len() >= 2).count();
     let df = rows.len().checked_sub(groups_used + live.len())?;
     if df < 2 {
         return None;
@@ -216,7 +215,7 @@ pub fn spread(pairs: &[Pair], keep: &[usize]) -> Vec<Vec<f64>> {
 
 /// The inverse of a small symmetric matrix (Gauss–Jordan, partial pivoting); None when it
 /// is singular to working precision (a column the others determine).
-fn invert(a: &[Vec<f64>]) -> Option<Vec<Vec<f64>>> {
+pub fn invert(a: &[Vec<f64>]) -> Option<Vec<Vec<f64>>> {
     let n = a.len();
     let scale = (0..n).map(|i| a[i][i].abs()).fold(0.0, f64::max);
     if scale <= 0.0 {

@@ -75,11 +75,11 @@ pub(super) fn pairs(baseline: &[Trial], variant: &[Trial], terms: &Terms) -> (Ve
     out
 }
 
-/// The carry-over fit, and the spread of every cell's contrasts it was fitted on (what a
-/// cell's share of it is measured against).
+/// The carry-over fit, and the inverse of the spread of every cell's contrasts it was
+/// fitted on (what a cell's share of it is measured against; None: singular, no share).
 pub(super) struct Correction {
     fit: Fit,
-    spread: Vec<Vec<f64>>,
+    spread_inv: Option<Vec<Vec<f64>>>,
 }
 
 impl Correction {
@@ -94,7 +94,10 @@ impl Correction {
                 }
             }
         }
-        Correction { fit, spread }
+        Correction {
+            fit,
+            spread_inv: carryover::invert(&spread),
+        }
     }
 
     /// The fit itself.
@@ -117,7 +120,10 @@ pub(super) fn correct(pairs: &[Pair], c: Option<&Correction>) -> (Vec<f64>, Extr
         .map(|p| p.log_ratio - c.fit.correction(&p.d))
         .collect();
     let mut extra = c.fit.extra(&mean_d(pairs));
-    extra.used = c.fit.leverage(pairs, &c.spread);
+    extra.used = c
+        .spread_inv
+        .as_ref()
+        .map_or(0.0, |inv| c.fit.leverage(pairs, inv));
     (logs, extra)
 }
 

@@ -9,7 +9,7 @@
 use super::carryover::Fit;
 use super::cells::CellTrials;
 use super::correction::{Terms, mean_d, pairs};
-use super::overhead::{Extra, mean_ci, t975, t975_real, two_sided_p};
+use super::overhead::{Extra, mean_and_variance_of_mean, t975_real, two_sided_p};
 use crate::results::Interaction;
 use std::collections::BTreeMap;
 
@@ -101,8 +101,7 @@ fn difference(
         r2s += r2;
     }
     let n = diffs.len();
-    let (mean, half) = mean_ci(&diffs)?;
-    let var_of_mean = (half / t975(n - 1)).powi(2);
+    let (mean, var_of_mean) = mean_and_variance_of_mean(&diffs)?;
     // The correction's own error moves r₁ by −r₁·d₁·δγ and r₂ by −r₂·d₂·δγ.
     let extra = fit.map_or(0.0, |f| {
         let (d1, d2) = (mean_d(&used1), mean_d(&used2));

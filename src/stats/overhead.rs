@@ -59,7 +59,7 @@ pub const MIN_BLOCKS: usize = 3;
 
 /// The sample mean and the estimated variance of that mean (s² / n). None below
 /// `MIN_BLOCKS` values.
-fn mean_and_variance_of_mean(xs: &[f64]) -> Option<(f64, f64)> {
+pub fn mean_and_variance_of_mean(xs: &[f64]) -> Option<(f64, f64)> {
     let n = xs.len();
     if n < MIN_BLOCKS {
         return None;

@@ -69,7 +69,9 @@ pub fn summarize(cells: &[CellTrials]) -> Summary {
         .collect();
     let correction = fit.map(|f| Correction::new(f, &main_pairs));
     let fit = correction.as_ref();
-    let mut out: Vec<Cell> = cells
+    // Per cell, which of its effects are against its own baseline: its overhead itself, one
+    // test (computed once, and counted once in Holm's family).
+    let (mut out, same): (Vec<Cell>, Vec<Vec<bool>>) = cells
         .iter()
         .map(|c| {
             let base = base_of(c);
@@ -77,19 +79,25 @@ pub fn summarize(cells: &[CellTrials]) -> Summary {
             let overhead = base
                 .filter(|_| closed)
                 .and_then(|b| corrected(&pairs(&b.trials, &c.trials, &terms), fit));
-            let effects = c
+            let (effects, same): (Vec<FactorEffect>, Vec<bool>) = c
                 .effects
                 .iter()
                 .filter(|_| closed)
                 .filter_map(|(factor, other)| {
                     let b = at(*other, c.point)?;
-                    Some(FactorEffect {
+                    let same = *other == c.baseline;
+                    let effect = FactorEffect {
                         factor: factor.clone(),
                         against: b.variant.clone(),
-                        overhead: corrected(&pairs(&b.trials, &c.trials, &terms), fit),
-                    })
+                        overhead: if same {
+                            overhead.clone()
+                        } else {
+                            corrected(&pairs(&b.trials, &c.trials, &terms), fit)
+                        },
+                    };
+                    Some((effect, same))
                 })
-                .collect();
+                .unzip();
             let server_cpu_delta_us =
                 base.and_then(|b| by_block(&b.trials, &c.trials, |t| t.server_cpu_us_per_query));
             let latency_delta_ms = base.filter(|_| !closed).and_then(|b| {
@@ -106,7 +114,7 @@ pub fn summarize(cells: &[CellTrials]) -> Summary {
             let of = |f: fn(&Trial) -> f64| {
                 median(&c.trials.iter().map(f).collect::<Vec<_>>()).unwrap_or(0.0)
             };
-            Cell {
+            let cell = Cell {
                 variant: c.variant.clone(),
                 threads: c.threads,
                 qps_median: of(|t| t.qps),
@@ -124,9 +132,10 @@ pub fn summarize(cells: &[CellTrials]) -> Summary {
                     .as_ref()
                     .map(|(level, asked)| cell_rate(level, *asked, &c.trials)),
                 latency_delta_ms,
-            }
+            };
+            (cell, same)
         })
-        .collect();
+        .unzip();
     if let Some(f) = fit.map(Correction::fit) {
         analysis.carry_over = f
             .terms
@@ -149,18 +158,6 @@ pub fn summarize(cells: &[CellTrials]) -> Summary {
     analysis.interactions =
         super::interaction::interactions(cells, &terms, fit.map(Correction::fit));
     analysis.transients = super::transient::transients(cells, &terms.names);
-    // An effect against the cell's own baseline is its overhead: one test, counted once.
-    let same: Vec<Vec<bool>> = cells
-        .iter()
-        .zip(&out)
-        .map(|(c, o)| {
-            let base = base_of(c).map(|b| b.variant.as_str());
-            o.effects
-                .iter()
-                .map(|e| Some(e.against.as_str()) == base)
-                .collect()
-        })
-        .collect();
     analysis.intervals = adjust(&mut out, &same, &mut analysis);
     Summary {
         cells: out,
