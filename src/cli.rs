@@ -304,6 +304,11 @@ pub struct RunArgs {
     /// query); results.json records that you accepted it
     #[arg(long)]
     pub unguarded_logs: bool,
+    /// A block in which other processes (not the server, not dbtax) used more CPU than this
+    /// on the server's or this host, in percent of one core, is left out of every figure
+    /// and run again (default 10; "off" keeps every block)
+    #[arg(long, value_name = "PCT|off", value_parser = crate::units::disturbance)]
+    pub max_disturbance: Option<crate::units::Limit>,
     /// Output directory (default ./dbtax-results/<timestamp>-<name>/).
     #[arg(long, short = 'o')]
     pub out: Option<PathBuf>,

@@ -178,6 +178,58 @@ pub fn process_tree_cpu(root: u32) -> Option<CpuSnapshot> {
     })
 }
 
+/// Every task's CPU time on this host at one moment, ns by thread id, leaving out some
+/// process trees (the server, dbtax itself): what the rest of the machine ran.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct OthersCpu(std::collections::BTreeMap<u32, u64>);
+
+impl OthersCpu {
+    /// The CPU the other tasks used between `self` and `later`, ns. A task that began in
+    /// between counts from its start; one that ended in between is lost (its time dies
+    /// with it), so the figure never overstates.
+    pub fn used_until(&self, later: &OthersCpu) -> u64 {
+        later
+            .0
+            .iter()
+            .map(|(tid, ns)| ns.saturating_sub(self.0.get(tid).copied().unwrap_or(0)))
+            .sum()
+    }
+}
+
+/// The CPU time of every task on this host but those of the processes `roots` and their
+/// children (from /proc/PID/task/TID/schedstat, ns). None when /proc cannot be listed.
+pub fn others_cpu(roots: &[u32]) -> Option<OthersCpu> {
+    let mut times = std::collections::BTreeMap::new();
+    for e in std::fs::read_dir("/proc").ok()?.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        if roots.contains(&pid) {
+            continue;
+        }
+        match stat_fields(pid).and_then(|f| f.get(1).copied()) {
+            Some(ppid) if roots.iter().any(|r| u64::from(*r) == ppid) => continue,
+            Some(_) => {}
+            None => continue,
+        }
+        let Ok(tasks) = std::fs::read_dir(e.path().join("task")) else {
+            continue;
+        };
+        for t in tasks.flatten() {
+            let Some(tid) = t.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+                continue;
+            };
+            if let Some(ns) = std::fs::read_to_string(t.path().join("schedstat"))
+                .ok()
+                .and_then(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+            {
+                times.insert(tid, ns);
+            }
+        }
+    }
+    Some(OthersCpu(times))
+}
+
 /// This process's CPU time (user + system, all threads) so far, µs.
 pub fn self_cpu_us() -> u64 {
     // SAFETY: getrusage writes into the zeroed struct we pass.
@@ -320,6 +372,40 @@ mod tests {
             before.used_until(&after) >= 10_000.0,
             "{before:?} {after:?}"
         );
+    }
+
+    /// A process burning CPU outside the left-out trees is seen, at about the CPU it used;
+    /// this process's own burning is not.
+    #[test]
+    fn other_processes_cpu_is_seen_and_our_own_is_not() {
+        let me = std::process::id();
+        let before = super::others_cpu(&[me]).unwrap();
+        let mut x = 0u64;
+        let t = std::time::Instant::now();
+        while t.elapsed() < std::time::Duration::from_millis(300) {
+            x = x.wrapping_add(x ^ 7);
+        }
+        std::hint::black_box(x);
+        let quiet = before.used_until(&super::others_cpu(&[me]).unwrap());
+        // A hog outside: not our child (`setsid` would still be our child; a shell that
+        // backgrounds the loop and exits makes it the init's).
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg("timeout 0.6 sh -c 'while :; do :; done' >/dev/null 2>&1 & echo $!")
+            .output()
+            .unwrap();
+        let hog: u32 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
+        let a = super::others_cpu(&[me]).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(400));
+        let b = super::others_cpu(&[me]).unwrap();
+        let busy = a.used_until(&b);
+        let _ = std::process::Command::new("kill")
+            .arg(hog.to_string())
+            .status();
+        // 400 ms of a spinning shell: at least a quarter of it even on a crowded machine
+        // (two cores); our own 300 ms of spinning counted nothing like that.
+        assert!(busy > 100_000_000, "the hog: {busy} ns");
+        assert!(quiet < 250_000_000, "our own spin was counted: {quiet} ns");
     }
 
     #[test]

@@ -71,6 +71,25 @@ pub fn bytes(s: &str) -> Result<u64, String> {
     Ok(v as u64)
 }
 
+/// The disturbance threshold: other processes' CPU in percent of one core ("10", "25%"), or
+/// "off". Err: what to write.
+pub fn disturbance(s: &str) -> Result<Limit, String> {
+    if s.trim().eq_ignore_ascii_case("off") {
+        return Ok(Limit(None));
+    }
+    match s.trim().trim_end_matches('%').trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(Limit(Some(v))),
+        _ => Err(format!(
+            "'{s}' is not a threshold: write other processes' CPU in percent of one core \
+             (10 is a tenth of a core, 150 a core and a half), or off"
+        )),
+    }
+}
+
+/// A threshold that may be off.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Limit(pub Option<f64>);
+
 /// `duration` for a named field of a file: a usage error that names it.
 pub fn parse_duration(what: &str, s: &str) -> Result<Duration> {
     duration(s).map_err(|e| usage(format!("bad {what}: {e}")))

@@ -246,3 +246,54 @@ fn too_few_blocks_are_said_not_computed() {
     );
     assert!(html::render(&r).contains("too few blocks (2)"));
 }
+
+/// The steadier estimate beside the noisy one: where throughput cannot tell the cost from
+/// noise and the server's CPU can (Holm's decision), the words give the CPU cost with its
+/// share of the baseline's and say it is measured in CPU, not yet in throughput; where the
+/// CPU difference did not pass Holm's family either, they say it is within noise.
+#[test]
+fn a_cost_measured_in_cpu_and_not_in_throughput_is_said_so() {
+    let mut r = fixture("general-log.json");
+    let name = r.variants[1].name.clone();
+    // The fixture predates the headline's field: the words then take the largest count.
+    let at = r.cells.iter().map(|c| c.threads).max().unwrap();
+    let cell = r
+        .cells
+        .iter_mut()
+        .find(|c| c.variant == name && c.threads == at)
+        .unwrap();
+    let o = cell.overhead.as_mut().unwrap();
+    (o.pct, o.ci95_pct, o.significant, o.robust) = (40.0, [-5.4, 65.9], false, None);
+    cell.server_cpu_delta_us = Some(dbtax::results::CpuDelta {
+        estimate: dbtax::results::Estimate {
+            value: 8.2,
+            ci95: [7.5, 8.9],
+        },
+        pct_of_baseline: Some(58.2),
+        p_value: Some(1e-6),
+        significant: Some(true),
+        blocks: 4,
+    });
+    let words = dbtax::report::words::headlines(&r).join(" ");
+    assert!(
+        words.contains("+8.2 [+7.5, +8.9] µs of server CPU (+58% of the baseline's)"),
+        "{words}"
+    );
+    assert!(
+        words.contains("the cost is measured in server CPU, not yet in throughput"),
+        "{words}"
+    );
+    // The same interval, not significant once adjusted: no claim.
+    let d = r
+        .cells
+        .iter_mut()
+        .find(|c| c.variant == name && c.threads == at)
+        .unwrap()
+        .server_cpu_delta_us
+        .as_mut()
+        .unwrap();
+    d.significant = Some(false);
+    let words = dbtax::report::words::headlines(&r).join(" ");
+    assert!(words.contains("server CPU within noise"), "{words}");
+    assert!(!words.contains("not yet in throughput"), "{words}");
+}

@@ -10,6 +10,8 @@
 //! by preceding variant or over two trials under the precision rule, the robust wording
 //! outside Holm, t(2) noise, stalls in any variant, a step change, interactions).
 
+#[path = "statistics/disturbance.rs"]
+mod disturbance;
 #[path = "statistics/round2.rs"]
 mod round2;
 
@@ -637,7 +639,11 @@ fn server_cpu_gives_a_second_estimate_of_the_cost() {
     );
     let mut covered = 0;
     for r in &runs {
-        let d = cell(r, "v1", 8).server_cpu_delta_us.clone().unwrap();
+        let d = cell(r, "v1", 8)
+            .server_cpu_delta_us
+            .clone()
+            .unwrap()
+            .estimate;
         covered += usize::from(d.ci95[0] <= 5.0 && 5.0 <= d.ci95[1]);
         assert!(d.ci95[1] - d.ci95[0] < 3.0, "narrow: {d:?}");
     }

@@ -67,6 +67,12 @@ impl Load for Pool {
             let why = a.gone.clone().unwrap_or_default();
             bail!("{}", a.gone_message(&why));
         }
+        // The load runs on the agents' hosts, and an agent may run on this one (it would
+        // count as another process here): other processes' CPU is not read with agents.
+        let probes = &TrialProbes {
+            host_others: false,
+            ..probes.clone()
+        };
         let (cpu0, traffic0) = (crate::host::self_cpu_us(), self.traffic.now());
         let weights: Vec<u32> = self.agents.iter().map(|a| a.spec.weight).collect();
         let shares = split(plan.threads.max(1), &weights);

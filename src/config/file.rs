@@ -25,6 +25,7 @@ struct ExperimentFile {
     budget: Option<String>,
     max_log_bytes: Option<String>,
     unguarded_logs: Option<bool>,
+    max_disturbance: Option<toml::Value>,
     seed: Option<u64>,
     queries_per_trial: Option<u64>,
     headline_threads: Option<u32>,
@@ -203,6 +204,17 @@ pub fn from_toml(text: &str, default_name: &str) -> Result<Experiment> {
     }
     if let Some(u) = f.unguarded_logs {
         exp.unguarded_logs = u;
+    }
+    if let Some(v) = &f.max_disturbance {
+        let text = match v {
+            toml::Value::String(s) => s.clone(),
+            toml::Value::Integer(i) => i.to_string(),
+            toml::Value::Float(x) => x.to_string(),
+            other => other.to_string(),
+        };
+        exp.max_disturbance = crate::units::disturbance(&text)
+            .map_err(|e| usage(format!("bad max_disturbance: {e}")))?
+            .0;
     }
     if let Some(s) = f.seed {
         exp.seed = s;

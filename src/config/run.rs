@@ -56,6 +56,9 @@ pub fn experiment(args: &RunArgs) -> Result<Experiment> {
         exp.stop = stop_rule(args.repeats, args.precision, args.budget, &exp.stop)?;
     }
     exp.unguarded_logs |= args.unguarded_logs;
+    if let Some(l) = args.max_disturbance {
+        exp.max_disturbance = l.0;
+    }
     if let Some(m) = args.max_log_bytes {
         exp.max_log_bytes = Some(m);
     }

@@ -224,6 +224,7 @@ impl LiveBench<'_> {
             log_files: self.disk.files.paths.clone(),
             server_status: true,
             watch: self.disk.watch(self.log_growth),
+            host_others: true,
         };
         let t = self.load_trial(&plan, &probes, &mut |p| observer.trial_progress(p))?;
         self.account(variant, &t);

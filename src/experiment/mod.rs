@@ -1,7 +1,7 @@
 //! The experiment: a validated description (`spec`, built by `config`), resolved against a
 //! server into a `plan` by `preflight` (the variants' full `states`; shown by `dry_run`), its
 //! order of trials (`order`), the loop that runs blocks against anything that can run a trial
-//! (`runner`), the real server behind that interface (`live`), the simulated one used to
+//! (`runner`, with the stop rules' choices in `stop`), the real server behind that interface (`live`), the simulated one used to
 //! validate the statistics (`sim`), and `execute`, which ties them together for one run:
 //! `session` opens and readies the server, `header` and `record` write results.json (`pair`:
 //! two servers at once).
@@ -21,4 +21,5 @@ pub mod session;
 pub mod sim;
 pub mod spec;
 mod states;
+mod stop;
 pub mod warnings;

@@ -84,6 +84,23 @@ pub fn preflight(exp: &Experiment, server: &Server, restart_cmd: Option<&str>) -
                 .into(),
         );
     }
+    notes.push(match (exp.max_disturbance, exp.agents.is_empty()) {
+        (None, _) => "disturbance: off (--max-disturbance off): every block counts, whatever \
+                      else ran on the machine"
+            .into(),
+        (Some(_), false) => "disturbance: not watched with agents (other processes' CPU is \
+                             read on this machine only, where an agent may run)"
+            .into(),
+        (Some(limit), true) => format!(
+            "disturbance: a block in which other processes use more than {limit:.0}% of a core \
+             on {} is left out of every figure and run again (--max-disturbance)",
+            if ctx.local {
+                "this machine (the server's)"
+            } else {
+                "this machine (the client's; the server's host is not watched)"
+            }
+        ),
+    });
     let log_file_vars: Vec<&'static str> = features
         .iter()
         .flat_map(|f| f.log_file_vars.iter().copied())

@@ -5,12 +5,12 @@
 
 use super::order::{self, Block, Orders};
 use super::spec::{Experiment, MAX_BLOCKS, Point, RateLevel, StopRule};
+use super::stop::{all, shortfall, still_needed};
 use super::warnings::Warning;
 use crate::load::{Rate, TrialProgress};
-use crate::results::{Calibration, Cell, Trial};
+use crate::results::{Calibration, Cell, DisturbedBlock, Trial};
 use crate::rng::Rng;
 use crate::server::ServerLost;
-use crate::stats::overhead::half_width;
 use crate::stats::summary::{CellTrials, summarize};
 use anyhow::Result;
 use std::collections::BTreeMap;
@@ -238,18 +238,29 @@ pub fn run(
     let load_points = &points;
     let mut summary = summarize(&cells);
     let mut warnings = vec![];
+    // Disturbed blocks: their trials (parallel to `cells`), and each point's blocks that
+    // count.
+    let mut set_aside: Vec<Vec<Trial>> = vec![vec![]; cells.len()];
+    let mut disturbed: Vec<DisturbedBlock> = vec![];
+    let mut counted: Vec<u32> = vec![0; keys.len()];
     // Precision mode: each cell's half-width after its first-stage blocks.
     let mut stage = BTreeMap::new();
     for r in 0u32.. {
         let need: Vec<(u32, Vec<usize>)> = match &exp.stop {
-            StopRule::Repeats(n) if r >= *n => vec![],
-            StopRule::Repeats(_) => keys.iter().map(|&k| (k, all(nv))).collect(),
+            // A disturbed block is run again, for as many more rounds as were planned.
+            StopRule::Repeats(n) if r >= (2 * n).min(MAX_BLOCKS) => vec![],
+            StopRule::Repeats(n) => keys
+                .iter()
+                .filter(|&&k| counted[k as usize] < *n)
+                .map(|&k| (k, all(nv)))
+                .collect(),
             StopRule::Precision {
                 points,
                 budget,
                 focus,
             } => {
-                let need = still_needed(exp, &summary.cells, (*points, *focus), r, &mut stage);
+                let need =
+                    still_needed(exp, &summary.cells, (*points, *focus), &counted, &mut stage);
                 let trials: usize = need.iter().map(|(_, vs)| vs.len()).sum();
                 let elapsed = bench.elapsed().unwrap_or_else(|| started.elapsed());
                 // What a trial has taken so far (settles end early), else the estimate.
@@ -261,7 +272,10 @@ pub fn run(
                 let goal: Vec<u32> = need
                     .iter()
                     .map(|(k, _)| *k)
-                    .filter(|&k| r >= exp.planned_blocks_at(load_points[k as usize].threads))
+                    .filter(|&k| {
+                        counted[k as usize]
+                            >= exp.planned_blocks_at(load_points[k as usize].threads)
+                    })
                     .collect();
                 if !goal.is_empty() && (out_of_time || r >= MAX_BLOCKS) {
                     let goal_threads: Vec<u32> = goal
@@ -286,6 +300,7 @@ pub fn run(
             let keep = &need.iter().find(|(k, _)| *k == point).expect("asked for").1;
             order.retain(|v| keep.contains(v));
             let point = point as usize;
+            let mut ran = vec![];
             for (position, v) in order.into_iter().enumerate() {
                 let at = Step {
                     index,
@@ -302,15 +317,40 @@ pub fn run(
                 previous = Some(v);
                 index += 1;
                 let cell = cells
-                    .iter_mut()
-                    .find(|c| c.point == point && c.variant_index == v)
+                    .iter()
+                    .position(|c| c.point == point && c.variant_index == v)
                     .expect("a cell per (point, variant)");
-                cell.trials.push(trial);
+                cells[cell].trials.push(trial);
+                ran.push(cell);
+            }
+            match disturbance(exp, &cells, &ran) {
+                Some((worst_pct, host)) => {
+                    // The whole block, never single trials: which variants ran in a
+                    // disturbed moment must not decide which are kept.
+                    for &cell in &ran {
+                        let t = cells[cell].trials.pop().expect("this block's trial");
+                        set_aside[cell].push(t);
+                    }
+                    disturbed.push(DisturbedBlock {
+                        block: r,
+                        threads: points[point].threads,
+                        rate: rates[point].as_ref().map(|(level, _)| level.clone()),
+                        worst_pct,
+                        host: host.into(),
+                    });
+                    observer.status(&format!(
+                        "block {} at {} threads set aside: other processes used {worst_pct:.0}% \
+                         of a core on the {host}'s host; it will be run again",
+                        r + 1,
+                        points[point].threads
+                    ));
+                }
+                None => counted[point] += 1,
             }
             if !observer.wants_blocks() {
                 continue;
             }
-            summary = summarize(&cells);
+            summary = with_set_aside(summarize(&cells), &set_aside, &disturbed, exp);
             observer.block_done(&BlockDone {
                 trials_done: index,
                 trials_planned: planned,
@@ -325,6 +365,27 @@ pub fn run(
             summary = summarize(&cells);
         }
     }
+    summary = with_set_aside(summarize(&cells), &set_aside, &disturbed, exp);
+    if let (false, Some(limit)) = (disturbed.is_empty(), exp.max_disturbance) {
+        let mut hosts: Vec<String> = disturbed.iter().map(|d| d.host.clone()).collect();
+        hosts.sort();
+        hosts.dedup();
+        let short = match exp.stop {
+            StopRule::Repeats(n) => keys
+                .iter()
+                .filter(|&&k| counted[k as usize] < n)
+                .map(|&k| points[k as usize].threads)
+                .collect(),
+            StopRule::Precision { .. } => vec![],
+        };
+        warnings.push(Warning::Disturbed {
+            blocks: disturbed.len(),
+            worst_pct: disturbed.iter().map(|d| d.worst_pct).fold(0.0, f64::max),
+            limit,
+            hosts,
+            short,
+        });
+    }
     warnings.extend(super::warnings::from_summary(&summary));
     Ok(Outcome {
         cells: summary.cells,
@@ -332,6 +393,44 @@ pub fn run(
         warnings,
         calibration,
     })
+}
+
+/// Whether the block whose trials are `ran` (indices into `cells`, the last trial of each)
+/// was disturbed: the most CPU other processes used in one of its trials, and on which host,
+/// when over the experiment's threshold.
+fn disturbance(
+    exp: &Experiment,
+    cells: &[CellTrials],
+    ran: &[usize],
+) -> Option<(f64, &'static str)> {
+    let limit = exp.max_disturbance?;
+    ran.iter()
+        .filter_map(|&c| cells[c].trials.last())
+        .flat_map(|t| {
+            [
+                t.host_other_cpu_pct.map(|p| (p, "server")),
+                t.client_host_other_cpu_pct.map(|p| (p, "client")),
+            ]
+        })
+        .flatten()
+        .filter(|(p, _)| *p > limit)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+}
+
+/// The summary with the disturbed blocks' trials and the rule's record added (the cells are
+/// in `cells`' order, as `set_aside` is).
+fn with_set_aside(
+    mut summary: crate::stats::summary::Summary,
+    set_aside: &[Vec<Trial>],
+    disturbed: &[DisturbedBlock],
+    exp: &Experiment,
+) -> crate::stats::summary::Summary {
+    for (cell, trials) in summary.cells.iter_mut().zip(set_aside) {
+        cell.disturbed_trials = trials.clone();
+    }
+    summary.analysis.max_disturbance_pct = exp.max_disturbance;
+    summary.analysis.disturbed_blocks = disturbed.to_vec();
+    summary
 }
 
 /// Where a trial stands in the run, for the observer and for error messages.
@@ -385,107 +484,5 @@ fn explain(e: anyhow::Error, when: &str, trial: &str) -> anyhow::Error {
     match e.chain().find_map(|c| c.downcast_ref::<ServerLost>()) {
         Some(lost) => ServerLost(format!("the server went away {when} {trial}: {lost}")).into(),
         None => e.context(trial.to_string()),
-    }
-}
-
-fn all(nv: usize) -> Vec<usize> {
-    (0..nv).collect()
-}
-
-/// Precision mode: which variants the next round runs at each thread count. Every variant
-/// until a thread count's planned blocks are done (the minimum, or the focus's fixed count
-/// at the others); then, at the thread counts the goal is for, only the variants still
-/// short of it, with the variants they are compared with.
-///
-/// A variant is short of the goal while its half-width is over `points`, and in any case
-/// until the number of blocks its first stage asks for (Stein's two-stage rule: the
-/// first-stage width h after n₀ blocks asks for n₀·(h/points)² blocks in all). Stopping at
-/// the first block whose interval happens to look narrow would favour samples that
-/// understate the noise; the first stage fixes most of the run's length before that can
-/// happen (tests/statistics.rs measures the coverage both ways).
-fn still_needed(
-    exp: &Experiment,
-    cells: &[Cell],
-    (points, focus): (f64, Option<super::spec::Focus>),
-    round: u32,
-    stage: &mut BTreeMap<(u32, usize), f64>,
-) -> Vec<(u32, Vec<usize>)> {
-    let nv = exp.variants.len();
-    exp.points()
-        .iter()
-        .enumerate()
-        .filter_map(|(key, p)| {
-            let (t, key) = (p.threads, key as u32);
-            let first = exp.planned_blocks_at(t);
-            if round < first {
-                return Some((key, all(nv)));
-            }
-            if focus.is_some_and(|f| f.threads != t) {
-                return None;
-            }
-            let short = |i: usize, stage: &mut BTreeMap<(u32, usize), f64>| {
-                let Some(o) = cells
-                    .iter()
-                    .find(|c| c.threads == t && c.variant == exp.variants[i].name)
-                    .and_then(|c| c.overhead.as_ref())
-                else {
-                    return false;
-                };
-                let h0 = *stage.entry((t, i)).or_insert_with(|| half_width(o));
-                let stein = (f64::from(first) * (h0 / points).powi(2)).ceil();
-                f64::from(o.blocks) < stein || half_width(o) > points
-            };
-            let mut keep: Vec<usize> = vec![];
-            for i in (0..nv).filter(|&i| short(i, stage)) {
-                let v = &exp.variants[i];
-                let partners = v.effects.iter().map(|(_, j)| *j);
-                for j in std::iter::once(i).chain([v.baseline]).chain(partners) {
-                    if !keep.contains(&j) {
-                        keep.push(j);
-                    }
-                }
-            }
-            if keep.is_empty() {
-                return None;
-            }
-            // A block of two variants tells nothing of a carry-over lasting two trials (it
-            // is the same in every such block): with three variants or more the model has
-            // that term, and blocks keep three variants so that it goes on being learned
-            // and the intervals it widens can narrow. The one added is the widest of the
-            // others.
-            while keep.len() < nv.min(3) {
-                let width = |i: usize| {
-                    cells
-                        .iter()
-                        .find(|c| c.threads == t && c.variant == exp.variants[i].name)
-                        .and_then(|c| c.overhead.as_ref())
-                        .map_or(f64::INFINITY, half_width)
-                };
-                let Some(widest) = (0..nv)
-                    .filter(|i| !keep.contains(i))
-                    .max_by(|a, b| width(*a).total_cmp(&width(*b)))
-                else {
-                    break;
-                };
-                keep.push(widest);
-            }
-            Some((key, keep))
-        })
-        .collect()
-}
-
-fn shortfall(cells: &[Cell], threads: &[u32], points: f64, rounds: u32) -> Warning {
-    let wide = cells
-        .iter()
-        .filter(|c| threads.contains(&c.threads))
-        .filter_map(|c| {
-            let h = half_width(c.overhead.as_ref()?);
-            (h > points).then(|| (c.variant.clone(), c.threads, h))
-        })
-        .collect();
-    Warning::PrecisionShortfall {
-        rounds,
-        points,
-        wide,
     }
 }

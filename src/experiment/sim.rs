@@ -52,6 +52,17 @@ pub struct SimulatedServer {
     /// A drifting effect: each variant's log effect wanders as AR(1) (phi, innovation sd)
     /// around its true value, one step per trial of that variant.
     pub effect_ar: Option<(f64, f64)>,
+    /// Disturbances: another process takes the CPU for a while, whatever variant runs. Each
+    /// trial starts one with this probability when none is on; it lasts a geometric number
+    /// of trials (mean `disturbance_trials`), slows each trial it touches by a uniform
+    /// fraction up to twice the second number, and shows as `host_other_cpu_pct` (30–100%
+    /// of a core; a quiet trial shows 0–3%).
+    pub disturbance: Option<(f64, f64)>,
+    /// See `disturbance`.
+    pub disturbance_trials: f64,
+    /// Disturbed trials so far.
+    pub disturbed: u32,
+    disturbing: bool,
     /// Rate mode: the median latency each variant adds, ms (its p99 adds 3×).
     pub added_latency_ms: Vec<f64>,
     /// Rate mode: per-trial noise of the latency percentiles, sd in ms.
@@ -91,6 +102,10 @@ impl SimulatedServer {
             carry_lag2: vec![],
             transient: vec![],
             effect_ar: None,
+            disturbance: None,
+            disturbance_trials: 3.0,
+            disturbed: 0,
+            disturbing: false,
             added_latency_ms: vec![0.0; n],
             latency_noise_ms: 0.02,
             trial_time: std::time::Duration::from_millis(1550),
@@ -211,6 +226,21 @@ impl Bench for SimulatedServer {
         {
             log_qps += factor.ln();
         }
+        // (Drawn only in a disturbance scenario: the others keep their random streams.)
+        let mut host_other = 1.0;
+        if let Some((p, slow)) = self.disturbance {
+            host_other = 3.0 * self.rng.unit();
+            if self.disturbing {
+                self.disturbing = self.rng.unit() > 1.0 / self.disturbance_trials;
+            } else {
+                self.disturbing = self.rng.unit() < p;
+            }
+            if self.disturbing {
+                log_qps += (1.0 - 2.0 * slow * self.rng.unit()).ln();
+                host_other = 30.0 + 70.0 * self.rng.unit();
+                self.disturbed += 1;
+            }
+        }
         log_qps += (1.0 - Self::of(&self.carry_after, self.previous)).ln();
         log_qps += (1.0 - Self::of(&self.carry_lag2, self.before_previous)).ln();
         // The first half pays the transient, the second does not; the trial is their mean.
@@ -256,6 +286,7 @@ impl Bench for SimulatedServer {
             server_cpu_us_per_query: Some(cpu),
             log_bytes_per_query: Some(if variant == 0 { 0.0 } else { 120.0 }),
             halves_qps: Some([first, second]),
+            host_other_cpu_pct: Some(host_other),
             ..Default::default()
         })
     }

@@ -182,7 +182,14 @@ pub struct Experiment {
     /// Client hosts that make the load (`--agents`, the file's `agents = [...]`); empty: this
     /// process makes it.
     pub agents: Vec<AgentSpec>,
+    /// A block in which other processes used more CPU than this (percent of one core) on
+    /// the server's or the client's host is excluded as a whole and run again
+    /// (`--max-disturbance`); None: never.
+    pub max_disturbance: Option<f64>,
 }
+
+/// Other processes' CPU above which a block counts as disturbed, percent of one core.
+pub const MAX_DISTURBANCE: f64 = 10.0;
 
 /// Precision mode's first stage: every variant runs this many blocks before the rule looks
 /// at a width, and the width then fixes how many blocks each variant needs (Stein's
@@ -274,6 +281,7 @@ impl Experiment {
             warmup_round: true,
             open_loop: None,
             agents: vec![],
+            max_disturbance: Some(MAX_DISTURBANCE),
         }
     }
 

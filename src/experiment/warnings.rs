@@ -54,6 +54,8 @@ pub enum Warning {
         trials: usize,
         /// The largest share, percent of dbtax's statements.
         worst_pct: f64,
+        /// By cell: variant, threads, trials withheld.
+        cells: Vec<(String, u32, usize)>,
     },
     /// dbtax's own clients took a large share of the machine the server runs on.
     ClientCpu {
@@ -61,6 +63,19 @@ pub enum Warning {
         share: f64,
         /// At this thread count.
         threads: u32,
+    },
+    /// Blocks excluded because other processes took the CPU during them.
+    Disturbed {
+        /// Blocks excluded.
+        blocks: usize,
+        /// The most CPU other processes used in a trial, percent of one core.
+        worst_pct: f64,
+        /// The threshold, percent of one core.
+        limit: f64,
+        /// On which host(s): "server", "client".
+        hosts: Vec<String>,
+        /// Thread counts left with fewer blocks than planned (re-runs ran out).
+        short: Vec<u32>,
     },
     /// Agents' measured windows were apart by more than a tenth of a trial.
     Skewed {
@@ -83,6 +98,16 @@ impl fmt::Display for Warning {
                     .iter()
                     .map(|(v, t, h)| format!("{v} at {t} threads (±{h:.1})"))
                     .collect();
+                if cells.is_empty() {
+                    // Every interval is narrow enough, but the two-stage rule had asked for
+                    // more blocks than the budget allowed.
+                    return write!(
+                        f,
+                        "the time budget ran out after {rounds} blocks, before the blocks the \
+                         first stage asked for (two-stage rule): every interval is within \
+                         ±{points} points, from fewer blocks than planned"
+                    );
+                }
                 write!(
                     f,
                     "the time budget ran out after {rounds} blocks before every interval reached \
@@ -143,12 +168,51 @@ impl fmt::Display for Warning {
                 }
                 Ok(())
             }
-            Warning::OtherClients { trials, worst_pct } => write!(
-                f,
-                "other clients ran statements on the server during {trials} trial(s) (up to \
-                 {worst_pct:.0}% of dbtax's own): their server CPU per query is withheld, and \
-                 throughput may be disturbed; run on a quiet server"
-            ),
+            Warning::OtherClients {
+                trials,
+                worst_pct,
+                cells,
+            } => {
+                let by_cell: Vec<String> = cells
+                    .iter()
+                    .map(|(v, t, n)| format!("{v} at {t} threads: {n}"))
+                    .collect();
+                write!(
+                    f,
+                    "other clients ran statements on the server during {trials} trial(s) (up to \
+                     {worst_pct:.0}% of dbtax's own): their server CPU per query is withheld \
+                     ({}; each cell's server-CPU figures come from its other blocks), and \
+                     throughput may be disturbed; run on a quiet server",
+                    by_cell.join(", ")
+                )
+            }
+            Warning::Disturbed {
+                blocks,
+                worst_pct,
+                limit,
+                hosts,
+                short,
+            } => {
+                let hosts: Vec<String> = hosts.iter().map(|h| format!("the {h}'s host")).collect();
+                write!(
+                    f,
+                    "{blocks} block(s) excluded as disturbed: other processes used up to \
+                     {worst_pct:.0}% of a core on {} during them (the limit is {limit:.0}%, \
+                     --max-disturbance); their trials are kept in results.json but in no \
+                     figure, and the blocks were run again",
+                    hosts.join(" and ")
+                )?;
+                if !short.is_empty() {
+                    let t: Vec<String> = short.iter().map(u32::to_string).collect();
+                    write!(
+                        f,
+                        ", though not all: fewer blocks than planned at {} threads; run on a \
+                         quieter machine",
+                        t.join(", ")
+                    )?;
+                }
+                Ok(())
+            }
             Warning::ClientCpu { share, threads } => write!(
                 f,
                 "dbtax's own clients used {:.0}% of this machine's CPU at {threads} threads: the \
@@ -197,6 +261,18 @@ pub fn from_summary(s: &crate::stats::summary::Summary) -> Vec<Warning> {
         out.push(Warning::OtherClients {
             trials: others.len(),
             worst_pct: others.iter().copied().fold(0.0, f64::max),
+            cells: s
+                .cells
+                .iter()
+                .filter(|c| c.server_cpu_withheld_trials > 0)
+                .map(|c| {
+                    (
+                        c.variant.clone(),
+                        c.threads,
+                        c.server_cpu_withheld_trials as usize,
+                    )
+                })
+                .collect(),
         });
     }
     for cell in &s.cells {

@@ -15,6 +15,8 @@ pub struct Snapshot {
     pub client_cpu_us: u64,
     /// The server's CPU so far (None: not local).
     pub server_cpu: Option<crate::host::CpuSnapshot>,
+    /// What every other process of this host has run so far (None: not read).
+    pub others_cpu: Option<crate::host::OthersCpu>,
     /// The feature logs' total size (None: a log dbtax may not read).
     pub log_bytes: Option<u64>,
     /// The server's status counters.
@@ -51,9 +53,16 @@ pub fn snapshot(
             })
             .sum::<Option<u64>>()
     };
+    let others_cpu = probes.host_others.then(|| {
+        let roots: Vec<u32> = std::iter::once(std::process::id())
+            .chain(server.server_pid)
+            .collect();
+        crate::host::others_cpu(&roots)
+    });
     Snapshot {
         client_cpu_us: crate::host::self_cpu_us(),
         server_cpu: server.server_cpu(),
+        others_cpu: others_cpu.flatten(),
         log_bytes,
         status,
         at: Instant::now(),

@@ -76,6 +76,10 @@ pub struct TrialProbes {
     pub server_status: bool,
     /// Stop the trial when this says so.
     pub watch: Option<Watch>,
+    /// Read what the rest of this host ran (every process but the server and dbtax): the
+    /// trial's `host_other_cpu_pct`, or `client_host_other_cpu_pct` when the server is
+    /// elsewhere.
+    pub host_others: bool,
 }
 
 /// A progress sample, passed to the caller's display.

@@ -123,7 +123,16 @@ pub fn summarize(
         (Some(b), Some(a)) => Some(per_query(b.used_until(a))),
         _ => None,
     };
+    // What the rest of this host ran, in percent of one core: the server's host when the
+    // server is this host's, else the client's.
+    let host_pct = match (&before.others_cpu, &after.others_cpu) {
+        (Some(b), Some(a)) => Some(b.used_until(a) as f64 / secs / 1e7),
+        _ => None,
+    };
+    let local = before.server_cpu.is_some();
     Ok(Trial {
+        host_other_cpu_pct: host_pct.filter(|_| local),
+        client_host_other_cpu_pct: host_pct.filter(|_| !local),
         qps: queries as f64 / secs,
         tps: events as f64 / secs,
         queries,
@@ -186,6 +195,7 @@ mod tests {
             at: t,
             client_cpu_us: 0,
             server_cpu: None,
+            others_cpu: None,
             log_bytes: None,
             status: BTreeMap::new(),
             read_lag_events: 0,

@@ -160,7 +160,7 @@ pub(super) fn by_threads(r: &Results) -> String {
             let delta = c
                 .server_cpu_delta_us
                 .as_ref()
-                .map(|d| Interval::estimate(d).to_string())
+                .map(|d| Interval::estimate(&d.estimate).to_string())
                 .unwrap_or_else(|| "–".into());
             let _ = writeln!(
                 s,

@@ -168,8 +168,8 @@ fn headlines(r: &Results) -> Vec<String> {
                     }
                 }
                 if let Some(d) = &c.server_cpu_delta_us {
-                    let i = Interval::estimate(d);
-                    parts.push(if i.spans_zero() {
+                    let i = Interval::estimate(&d.estimate);
+                    parts.push(if !d.measured() {
                         format!("server CPU within noise ({i} µs per query)")
                     } else {
                         format!("{i} µs of server CPU per query")
@@ -284,7 +284,7 @@ fn table(r: &Results, width: usize) -> String {
                 delta_text(d.map(|d| &d.p99)),
                 c.server_cpu_delta_us
                     .as_ref()
-                    .map(|e| Interval::estimate(e).to_string())
+                    .map(|e| Interval::estimate(&e.estimate).to_string())
                     .unwrap_or_else(|| "-".into()),
                 c.log_bytes_per_query_median
                     .map(|b| format!("{b:.0}"))
@@ -336,7 +336,7 @@ fn html_tables(r: &Results) -> String {
                 delta_text(d.map(|d| &d.p99)),
                 c.server_cpu_delta_us
                     .as_ref()
-                    .map(|e| Interval::estimate(e).to_string())
+                    .map(|e| Interval::estimate(&e.estimate).to_string())
                     .unwrap_or_else(|| "–".into()),
                 rate.server_cores_median
                     .map(|x| format!("{x:.2}"))

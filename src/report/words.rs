@@ -133,10 +133,15 @@ pub(super) fn closed_loop_headlines(r: &Results) -> Vec<String> {
                 s += &format!(" against '{}'", v.baseline);
             }
             let mut costs = vec![];
-            if let Some(d) = &top.server_cpu_delta_us {
-                let e = Interval::estimate(d);
-                if d.ci95[0] > 0.0 || d.ci95[1] < 0.0 {
-                    costs.push(format!("{e} µs of server CPU"));
+            let cpu = top.server_cpu_delta_us.as_ref();
+            if let Some(d) = cpu {
+                let e = Interval::estimate(&d.estimate);
+                let share = d
+                    .pct_of_baseline
+                    .map(|p| format!(" ({p:+.0}% of the baseline's)"))
+                    .unwrap_or_default();
+                if d.measured() {
+                    costs.push(format!("{e} µs of server CPU{share}"));
                 } else {
                     costs.push(format!("server CPU within noise ({e} µs)"));
                 }
@@ -159,6 +164,11 @@ pub(super) fn closed_loop_headlines(r: &Results) -> Vec<String> {
             }
             if !costs.is_empty() {
                 s += &format!("; {} per query", costs.join(" and "));
+            }
+            // The steadier estimate: a cost the server's CPU shows while throughput cannot
+            // tell it from noise yet.
+            if !measurable && cpu.is_some_and(|d| d.measured() && d.estimate.value > 0.0) {
+                s += " (the cost is measured in server CPU, not yet in throughput)";
             }
             let others: Vec<String> = cells
                 .iter()
@@ -187,7 +197,8 @@ pub(super) fn closed_loop_method(r: &Results) -> Option<String> {
     (r.analysis.intervals > 1).then(|| {
         format!(
             "\"Within noise\": the 95% interval spans 0, or Holm's adjustment over the {} \
-             tests of this experiment (each overhead, its robust companion{}) does not let it \
+             tests of this experiment (each overhead, its robust companion, each server-CPU \
+             difference{}) does not let it \
              count as measured. The headline is about {} threads, fixed before the run.",
             r.analysis.intervals,
             if r.analysis.interactions.is_empty() {

@@ -33,6 +33,31 @@ pub struct Analysis {
     /// wait out).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub transients: Vec<Transient>,
+    /// Other processes' CPU (percent of one core, on either host) above which a block was
+    /// excluded as disturbed; absent when the rule was off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_disturbance_pct: Option<f64>,
+    /// Blocks excluded from every figure because other processes took the CPU during one of
+    /// their trials (their trials are kept, in each cell's `disturbed_trials`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub disturbed_blocks: Vec<DisturbedBlock>,
+}
+
+/// A block excluded as disturbed.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct DisturbedBlock {
+    /// Its block number.
+    pub block: u32,
+    /// Its thread count.
+    pub threads: u32,
+    /// Rate mode: its rate level.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<String>,
+    /// The most CPU other processes used in one of its trials, percent of one core.
+    pub worst_pct: f64,
+    /// Where: "server" (the server's host, this machine when the server is local) or
+    /// "client".
+    pub host: String,
 }
 
 /// One term of the carry-over model.

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 mod agents;
 mod analysis;
 pub use agents::{AgentInfo, AgentTrial, Coordination};
-pub use analysis::{Analysis, CarryOverTerm, Interaction, Robust, Transient};
+pub use analysis::{Analysis, CarryOverTerm, DisturbedBlock, Interaction, Robust, Transient};
 
 /// The schema tag written into every results.json.
 pub const SCHEMA: &str = "dbtax/1";
@@ -81,6 +81,13 @@ pub struct Trial {
     /// server's `Questions`), when above 5%: the server CPU per query is then withheld.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub other_clients_pct: Option<f64>,
+    /// CPU used on the server's host during the measured window by processes other than the
+    /// server and dbtax, percent of one core (100: a whole core). Null when not measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_other_cpu_pct: Option<f64>,
+    /// The same on the client's host, when the server runs elsewhere.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_host_other_cpu_pct: Option<f64>,
     /// Server status counters that matter (Com_*, Innodb_data_fsyncs, Binlog_bytes_written),
     /// as increments per statement over the measured window.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -128,8 +135,8 @@ pub struct TrialRate {
     pub saturated: bool,
 }
 
-fn is_zero(n: &u64) -> bool {
-    *n == 0
+fn is_zero<T: Default + PartialEq>(n: &T) -> bool {
+    *n == T::default()
 }
 
 fn is_false(b: &bool) -> bool {
@@ -259,6 +266,9 @@ pub struct Cell {
     pub threads: u32,
     /// Trials in block order.
     pub trials: Vec<Trial>,
+    /// Trials of blocks excluded as disturbed (`disturbed_blocks`): kept, in no figure.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub disturbed_trials: Vec<Trial>,
     /// Median of the trials' qps.
     pub qps_median: f64,
     /// Median of the trials' p95 latency, ms.
@@ -274,7 +284,11 @@ pub struct Cell {
     pub overhead: Option<Overhead>,
     /// Extra server CPU per statement against the baseline, µs, with its 95% CI: a second,
     /// often steadier, estimate of the cost. Null for the baseline or when not local.
-    pub server_cpu_delta_us: Option<Estimate>,
+    pub server_cpu_delta_us: Option<CpuDelta>,
+    /// Trials whose server CPU per query was withheld (other clients ran statements): their
+    /// blocks drop out of `server_cpu_delta_us` and the median, the others keep them.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub server_cpu_withheld_trials: u32,
     /// Median measured time of a trial, s (with a fixed query count: the total time).
     #[serde(default)]
     pub duration_s_median: f64,
@@ -384,6 +398,35 @@ pub struct Estimate {
     pub value: f64,
     /// 95% confidence interval.
     pub ci95: [f64; 2],
+}
+
+/// The server CPU a variant adds per statement against its baseline, paired by block.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct CpuDelta {
+    /// µs per statement, with its 95% interval.
+    #[serde(flatten)]
+    pub estimate: Estimate,
+    /// The same as a share of the baseline's server CPU per statement in those blocks, %.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pct_of_baseline: Option<f64>,
+    /// Two-sided p-value against no difference (paired t).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p_value: Option<f64>,
+    /// Holm-adjusted over every test the experiment reports, as the overheads are.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub significant: Option<bool>,
+    /// Paired blocks it is computed from.
+    #[serde(default)]
+    pub blocks: u32,
+}
+
+impl CpuDelta {
+    /// Whether it counts as measured: Holm's decision, or (results written before it was
+    /// recorded) an interval that excludes 0.
+    pub fn measured(&self) -> bool {
+        self.significant
+            .unwrap_or(self.estimate.ci95[0] > 0.0 || self.estimate.ci95[1] < 0.0)
+    }
 }
 
 /// A whole experiment: results.json.

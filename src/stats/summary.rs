@@ -6,9 +6,11 @@
 use super::carryover::Pair;
 use super::correction::{Correction, Terms, correct, fit_carry_over, observations, pairs};
 use super::holm::holm;
-use super::overhead::{median, overhead_of_corrected, paired_difference, pct};
+use super::overhead::{
+    mean_and_variance_of_mean, median, overhead_of_corrected, paired_difference, pct, two_sided_p,
+};
 use crate::results::{
-    Analysis, CarryOverTerm, Cell, CellRate, FactorEffect, LatencyDelta, Overhead, Trial,
+    Analysis, CarryOverTerm, Cell, CellRate, CpuDelta, FactorEffect, LatencyDelta, Overhead, Trial,
 };
 
 pub use super::cells::CellTrials;
@@ -98,8 +100,7 @@ pub fn summarize(cells: &[CellTrials]) -> Summary {
                     Some((effect, same))
                 })
                 .unzip();
-            let server_cpu_delta_us =
-                base.and_then(|b| by_block(&b.trials, &c.trials, |t| t.server_cpu_us_per_query));
+            let server_cpu_delta_us = base.and_then(|b| cpu_delta(&b.trials, &c.trials));
             let latency_delta_ms = base.filter(|_| !closed).and_then(|b| {
                 Some(LatencyDelta {
                     p50: by_block(&b.trials, &c.trials, |t| Some(t.latency_ms.p50))?,
@@ -124,8 +125,14 @@ pub fn summarize(cells: &[CellTrials]) -> Summary {
                 wal_bytes_per_query_median: opt_median(|t| t.wal_bytes_per_query),
                 duration_s_median: of(|t| t.duration_s),
                 trials: c.trials.clone(),
+                disturbed_trials: vec![],
                 overhead,
                 server_cpu_delta_us,
+                server_cpu_withheld_trials: c
+                    .trials
+                    .iter()
+                    .filter(|t| t.other_clients_pct.is_some())
+                    .count() as u32,
                 effects,
                 rate: c
                     .rate
@@ -165,13 +172,12 @@ pub fn summarize(cells: &[CellTrials]) -> Summary {
     }
 }
 
-/// The variant minus its baseline in each block both ran and both have the value for, with
-/// a t interval over those blocks.
-fn by_block(
+/// The values of the blocks both ran and both have the value for: (baseline's, variant's).
+fn paired_values(
     baseline: &[Trial],
     variant: &[Trial],
     f: impl Fn(&Trial) -> Option<f64>,
-) -> Option<crate::results::Estimate> {
+) -> (Vec<f64>, Vec<f64>) {
     let mut b = vec![];
     let mut v = vec![];
     for t in variant {
@@ -182,7 +188,39 @@ fn by_block(
             v.push(y);
         }
     }
+    (b, v)
+}
+
+/// The variant minus its baseline in each block both ran and both have the value for, with
+/// a t interval over those blocks.
+fn by_block(
+    baseline: &[Trial],
+    variant: &[Trial],
+    f: impl Fn(&Trial) -> Option<f64>,
+) -> Option<crate::results::Estimate> {
+    let (b, v) = paired_values(baseline, variant, f);
     paired_difference(&b, &v)
+}
+
+/// The server CPU per statement the variant adds, paired by block (a trial whose figure was
+/// withheld drops its own block only), with its p-value and its share of the baseline's.
+fn cpu_delta(baseline: &[Trial], variant: &[Trial]) -> Option<CpuDelta> {
+    let (b, v) = paired_values(baseline, variant, |t| t.server_cpu_us_per_query);
+    let estimate = paired_difference(&b, &v)?;
+    let diffs: Vec<f64> = b.iter().zip(&v).map(|(x, y)| y - x).collect();
+    let (mean, var_of_mean) = mean_and_variance_of_mean(&diffs)?;
+    let base_mean = b.iter().sum::<f64>() / b.len() as f64;
+    Some(CpuDelta {
+        pct_of_baseline: (base_mean > 0.0).then(|| 100.0 * estimate.value / base_mean),
+        p_value: Some(two_sided_p(
+            mean,
+            var_of_mean.sqrt(),
+            (diffs.len() - 1) as f64,
+        )),
+        significant: None,
+        blocks: diffs.len() as u32,
+        estimate,
+    })
 }
 
 /// Rate mode: what a cell's trials achieved against the asked rate.
@@ -208,7 +246,8 @@ fn cell_rate(level: &str, asked: f64, trials: &[Trial]) -> CellRate {
 }
 
 /// Holm over every test the experiment reports: each cell's overhead and its robust
-/// companion, each factor effect and its companion, each interaction. An effect that is
+/// companion, each factor effect and its companion, each server-CPU difference, each
+/// interaction. An effect that is
 /// the cell's overhead itself (`same`, per cell and effect) is one test, not two: it takes
 /// the overhead's decision. Returns how many.
 fn adjust(cells: &mut [Cell], same: &[Vec<bool>], analysis: &mut Analysis) -> u32 {
@@ -216,8 +255,18 @@ fn adjust(cells: &mut [Cell], same: &[Vec<bool>], analysis: &mut Analysis) -> u3
     let mut flags: Vec<&mut bool> = vec![];
     for (c, same) in cells.iter_mut().zip(same) {
         let Cell {
-            overhead, effects, ..
+            overhead,
+            effects,
+            server_cpu_delta_us,
+            ..
         } = c;
+        if let Some(d) = server_cpu_delta_us.as_mut()
+            && let Some(pv) = d.p_value
+        {
+            p.push(pv);
+            d.significant = Some(false);
+            flags.push(d.significant.as_mut().expect("just set"));
+        }
         let distinct = effects
             .iter_mut()
             .zip(same)
@@ -289,6 +338,52 @@ mod tests {
         base[2].server_cpu_us_per_query = None;
         let e = by_block(&base, &var, |t| t.server_cpu_us_per_query).unwrap();
         assert!((e.value - 5.0).abs() < 0.1, "{e:?}");
+    }
+
+    /// The server-CPU differences are tests of the experiment like the overheads: each has
+    /// a p-value, counts in Holm's family, and takes its decision from it. A difference
+    /// that passes alone (p < 0.05) fails once the family is large enough.
+    #[test]
+    fn server_cpu_differences_are_in_holms_family() {
+        let cell = |name: &str, i: usize, qps: f64, cpu: &dyn Fn(u32) -> f64| CellTrials {
+            variant: name.into(),
+            baseline: 0,
+            variant_index: i,
+            threads: 8,
+            point: 0,
+            rate: None,
+            trials: (0..6)
+                .map(|b| Trial {
+                    server_cpu_us_per_query: Some(cpu(b)),
+                    ..trial(b, qps * (1.0 + 0.02 * ((b * 7 % 5) as f64)))
+                })
+                .collect(),
+            effects: vec![],
+            levels: vec![],
+        };
+        let base = |b: u32| 20.0 + (b % 3) as f64;
+        // +8 µs, steady; and +0.6 µs whose paired t alone gives p ≈ 0.02.
+        let wobble = [0.0, 1.2, 0.3, 0.9, 0.1, 1.1];
+        let cells = [
+            cell("off", 0, 100.0, &base),
+            cell("big", 1, 90.0, &|b| base(b) + 8.0 + 0.1 * (b % 2) as f64),
+            cell("small", 2, 100.0, &|b| base(b) + wobble[b as usize]),
+        ];
+        let s = summarize(&cells);
+        let big = s.cells[1].server_cpu_delta_us.clone().unwrap();
+        let small = s.cells[2].server_cpu_delta_us.clone().unwrap();
+        assert_eq!(big.blocks, 6);
+        assert!((big.estimate.value - 8.05).abs() < 1e-9, "{big:?}");
+        let base_mean = (0..6).map(base).sum::<f64>() / 6.0;
+        assert!((big.pct_of_baseline.unwrap() - 100.0 * 8.05 / base_mean).abs() < 1e-9);
+        assert_eq!(big.significant, Some(true));
+        let p = small.p_value.unwrap();
+        assert!(p < 0.05 && p > 0.05 / 6.0, "p = {p}");
+        // Two overheads (each with a robust companion when it has one) and two CPU
+        // differences. The small variant's throughput is the baseline's (p = 1, not
+        // rejected), so Holm's step-down compares the small CPU difference's p with 0.05/2.
+        assert!(s.analysis.intervals >= 4, "{}", s.analysis.intervals);
+        assert_eq!(small.significant, Some(false), "{small:?}");
     }
 
     #[test]

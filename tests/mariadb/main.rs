@@ -9,6 +9,7 @@ mod bench;
 #[path = "../common/mod.rs"]
 mod common;
 mod cpus;
+mod disturbance;
 mod remote;
 mod restart;
 mod run;
@@ -164,6 +165,8 @@ fn main() {
         cpus::a_users_bound_server_keeps_its_cpus_and_the_load_takes_the_rest,
         cpus::a_busy_server_slow_to_answer_its_status_is_not_taken_for_other_clients,
         remote::logs_on_a_server_elsewhere_are_refused_unless_accepted,
+        disturbance::a_cpu_hog_marks_its_blocks_disturbed_and_they_are_run_again,
+        disturbance::the_quick_demo_reports_server_cpu_at_its_headline_and_no_other_clients,
         ],
         || {
             let port = common::free_port();

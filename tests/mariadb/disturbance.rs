@@ -1,0 +1,130 @@
+//! Another process taking the CPU during a run: a `sha256sum /dev/zero` started once the
+//! first block is in results.json, for a second and a half, stopped by its pid. The blocks it
+//! touched are excluded whole (their trials kept aside in results.json), run again, and said.
+//! And the quick demo, whose headline once lost its server-CPU figure to a false alarm.
+
+use super::{Ctx, ok};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Blocks recorded so far in `results` (the trials of its cells; 0 before it exists).
+fn trials_in(results: &std::path::Path) -> usize {
+    std::fs::read_to_string(results)
+        .ok()
+        .and_then(|s| serde_json::from_str::<serde_json::Value>(&s).ok())
+        .map(|v| {
+            v["cells"]
+                .as_array()
+                .map(|cells| {
+                    cells
+                        .iter()
+                        .map(|c| c["trials"].as_array().map_or(0, |t| t.len()))
+                        .sum()
+                })
+                .unwrap_or(0)
+        })
+        .unwrap_or(0)
+}
+
+fn stop(mut child: Child) {
+    let _ = Command::new("kill").arg(child.id().to_string()).status();
+    let _ = child.wait();
+}
+
+pub(crate) fn a_cpu_hog_marks_its_blocks_disturbed_and_they_are_run_again(ctx: &Ctx) {
+    let out = ctx.out_dir("disturbed");
+    let args = ctx.run_args("t_disturbed", &["slow-log"], "2", "6", &out);
+    let run = ctx
+        .dbtax()
+        .args(&args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("dbtax run");
+    let results = out.join("results.json");
+    let t = Instant::now();
+    while trials_in(&results) == 0 && t.elapsed() < Duration::from_secs(60) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // On every CPU dbtax and the server may use: whichever it lands on, it is neither.
+    let hog = Command::new("sha256sum")
+        .arg("/dev/zero")
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("sha256sum");
+    std::thread::sleep(Duration::from_millis(1500));
+    stop(hog);
+    let o = run.wait_with_output().unwrap();
+    ok(&o);
+    let v = super::common::validate_results(&results);
+    let disturbed = v["disturbed_blocks"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert!(!disturbed.is_empty(), "no block seen as disturbed: {v}");
+    assert_eq!(v["max_disturbance_pct"], 10.0);
+    let blocks: Vec<u64> = disturbed
+        .iter()
+        .map(|d| d["block"].as_u64().unwrap())
+        .collect();
+    for d in &disturbed {
+        assert!(d["worst_pct"].as_f64().unwrap() > 10.0, "{d}");
+        assert_eq!(d["host"], "server", "{d}");
+    }
+    for c in v["cells"].as_array().unwrap() {
+        let trials = c["trials"].as_array().unwrap();
+        // Run again: six blocks count in each cell, none of them a disturbed one.
+        assert_eq!(trials.len(), 6, "{c}");
+        for t in trials {
+            assert!(t["host_other_cpu_pct"].as_f64().unwrap() <= 10.0, "{t}");
+            assert!(!blocks.contains(&t["block"].as_u64().unwrap()), "{t}");
+        }
+        // Whole blocks set aside: every variant's trial of each disturbed block is kept.
+        let mut aside: Vec<u64> = c["disturbed_trials"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["block"].as_u64().unwrap())
+            .collect();
+        aside.sort();
+        assert_eq!(aside, blocks, "{c}");
+    }
+    let words = String::from_utf8_lossy(&o.stdout).to_string() + &v["warnings"].to_string();
+    assert!(words.contains("excluded as disturbed"), "{words}");
+}
+
+/// The quick demo on its own managed MariaDB, as a newcomer runs it: the headline's cells
+/// keep their server-CPU figures (one withheld trial once made a cell's null) and nobody is
+/// taken for another client on a server nobody else can reach.
+pub(crate) fn the_quick_demo_reports_server_cpu_at_its_headline_and_no_other_clients(ctx: &Ctx) {
+    let out = ctx.out_dir("demo-quick");
+    let o = ctx.run(&["demo", "--quick", "--out", out.to_str().unwrap()]);
+    ok(&o);
+    let v = super::common::validate_results(&out.join("results.json"));
+    assert_eq!(v["target"]["kind"], "managed:mariadb");
+    let warned = v["warnings"].to_string();
+    assert!(!warned.contains("other clients"), "{warned}");
+    let at = v["headline_threads"].as_u64().unwrap();
+    let words = String::from_utf8_lossy(&o.stdout);
+    for c in v["cells"].as_array().unwrap() {
+        if c["threads"].as_u64() != Some(at) {
+            continue;
+        }
+        assert!(
+            c["server_cpu_us_per_query_median"].as_f64().unwrap() > 0.0,
+            "{c}"
+        );
+        if c["variant"] == "off" {
+            continue;
+        }
+        let d = &c["server_cpu_delta_us"];
+        assert!(
+            d["value"].is_number() && d["significant"].is_boolean(),
+            "{c}"
+        );
+        assert!(d["pct_of_baseline"].is_number(), "{c}");
+        // The words give it beside the throughput, with its share of the baseline's.
+        assert!(words.contains("µs of server CPU"), "{words}");
+        assert!(words.contains("% of the baseline's"), "{words}");
+    }
+}

@@ -1,0 +1,100 @@
+//! The disturbance rule on the simulated server: another process takes the CPU now and then,
+//! whatever variant runs (episodes of a few trials, each trial it touches slowed by up to
+//! half, seen as other processes' CPU on the host). Blocks it touched are excluded whole and
+//! run again; against keeping them, the intervals must keep their coverage and be narrower.
+
+use super::*;
+
+/// 400 runs of off against a 10% feature, 8 blocks at 8 threads, disturbances starting in
+/// 8% of the trials (mean 3 trials long, slowing by up to 50%); `rule`: the threshold.
+fn disturbed_runs(rule: Option<f64>) -> Vec<Run> {
+    simulate(
+        13_000_000,
+        &[0.0, 0.10],
+        |s| {
+            let mut e = experiment(variants(2), vec![8], StopRule::Repeats(8), s);
+            e.max_disturbance = rule;
+            e
+        },
+        |sim| sim.disturbance = Some((0.08, 0.25)),
+    )
+}
+
+fn mean_half_width(runs: &[Run]) -> f64 {
+    runs.iter()
+        .map(|r| half_width(cell(r, "v1", 8).overhead.as_ref().unwrap()))
+        .sum::<f64>()
+        / runs.len() as f64
+}
+
+#[test]
+fn disturbed_blocks_are_excluded_whole_and_run_again() {
+    let kept = disturbed_runs(None);
+    let excluded = disturbed_runs(Some(10.0));
+    let (w_kept, w_excluded) = (mean_half_width(&kept), mean_half_width(&excluded));
+    eprintln!(
+        "disturbances in 8% of trials: mean half-width keeping the disturbed blocks \
+         ±{w_kept:.2} points, excluding them ±{w_excluded:.2}"
+    );
+    rate_within(
+        "coverage, disturbed blocks excluded",
+        coverage_of(&excluded, 1, |r| r.sim.truth_pct(1)),
+        excluded.len(),
+        COVERAGE,
+    );
+    rate_within(
+        "coverage, disturbed blocks kept",
+        coverage_of(&kept, 1, |r| r.sim.truth_pct(1)),
+        kept.len(),
+        (0.90, 0.99),
+    );
+    assert!(
+        w_excluded < 0.8 * w_kept,
+        "excluding disturbed blocks narrows the intervals: ±{w_excluded:.2} against ±{w_kept:.2}"
+    );
+    let mut re_run = 0;
+    for r in &excluded {
+        let (off, on) = (cell(r, "v0", 8), cell(r, "v1", 8));
+        let excluded_blocks: Vec<u32> = r
+            .out
+            .analysis
+            .disturbed_blocks
+            .iter()
+            .map(|d| d.block)
+            .collect();
+        // Whole blocks: both variants' trials of a disturbed block set aside, none kept.
+        for c in [off, on] {
+            assert!(
+                c.trials
+                    .iter()
+                    .all(|t| t.host_other_cpu_pct.unwrap() <= 10.0)
+            );
+            assert!(c.trials.iter().all(|t| !excluded_blocks.contains(&t.block)));
+            let mut set_aside: Vec<u32> = c.disturbed_trials.iter().map(|t| t.block).collect();
+            set_aside.sort();
+            assert_eq!(set_aside, excluded_blocks, "{:?}", r.out.analysis);
+        }
+        // Run again: eight blocks count, unless the re-runs (as many as planned) ran out.
+        if !excluded_blocks.is_empty() {
+            re_run += 1;
+            let short = r.out.warnings.iter().any(|w| {
+                matches!(w, dbtax::experiment::warnings::Warning::Disturbed { short, .. } if !short.is_empty())
+            });
+            assert!(on.overhead.as_ref().unwrap().blocks == 8 || short);
+            assert!(
+                r.out
+                    .warnings
+                    .iter()
+                    .any(|w| w.to_string().contains("excluded as disturbed"))
+            );
+        }
+    }
+    eprintln!(
+        "{re_run} of {} runs had a disturbed block, run again",
+        excluded.len()
+    );
+    assert!(
+        re_run > excluded.len() / 2,
+        "the scenario disturbs: {re_run}"
+    );
+}
