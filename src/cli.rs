@@ -309,6 +309,13 @@ pub struct RunArgs {
     /// and run again (default 10; "off" keeps every block)
     #[arg(long, value_name = "PCT|off", value_parser = crate::units::disturbance)]
     pub max_disturbance: Option<crate::units::Limit>,
+    /// The database's host, when the server is not on this machine: dbtax starts
+    /// `dbtax agent --stdio` there through ssh (as for --agents; --agent-bin names the
+    /// binary, `copy` copies this one), which reads the server's CPU, the log files' sizes
+    /// and room, and the other processes' CPU there: server CPU per query, log bytes per
+    /// query and the disk guard, as for a local server
+    #[arg(long, value_name = "ssh://[user@]host[:port]")]
+    pub server_host: Option<String>,
     /// Output directory (default ./dbtax-results/<timestamp>-<name>/).
     #[arg(long, short = 'o')]
     pub out: Option<PathBuf>,

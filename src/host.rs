@@ -77,11 +77,12 @@ pub fn process_cpu_us(pid: u32) -> Option<u64> {
 /// A process's CPU time at one moment: the kernel's tick-counted total (µs, every thread
 /// that ever ran, at 10 ms resolution) and, where the kernel offers it, each live thread's
 /// time in nanoseconds (/proc/PID/task/TID/schedstat).
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct CpuSnapshot {
     /// utime + stime from /proc/PID/stat, µs.
     pub ticks_us: u64,
     /// Live threads' CPU time, ns, by thread id.
+    #[serde(with = "pairs_opt")]
     pub threads_ns: Option<std::collections::BTreeMap<u32, u64>>,
     /// A process tree: the time of the children its root has reaped, ticks. When it grows,
     /// a child ended in between, and its time is only in the ticks.
@@ -180,8 +181,45 @@ pub fn process_tree_cpu(root: u32) -> Option<CpuSnapshot> {
 
 /// Every task's CPU time on this host at one moment, ns by thread id, leaving out some
 /// process trees (the server, dbtax itself): what the rest of the machine ran.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct OthersCpu(std::collections::BTreeMap<u32, u64>);
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct OthersCpu(#[serde(with = "pairs")] std::collections::BTreeMap<u32, u64>);
+
+/// A map of thread ids as [id, value] pairs: the probe's messages are an internally tagged
+/// enum, through which serde cannot read a map's number keys back from JSON's strings.
+mod pairs {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::collections::BTreeMap;
+
+    pub fn serialize<S: Serializer>(m: &BTreeMap<u32, u64>, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(m.iter())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<u32, u64>, D::Error> {
+        Ok(Vec::<(u32, u64)>::deserialize(d)?.into_iter().collect())
+    }
+}
+
+/// `pairs` for an optional map.
+mod pairs_opt {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::collections::BTreeMap;
+
+    pub fn serialize<S: Serializer>(
+        m: &Option<BTreeMap<u32, u64>>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        match m {
+            Some(m) => s.collect_seq(m.iter()),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<BTreeMap<u32, u64>>, D::Error> {
+        Ok(Option::<Vec<(u32, u64)>>::deserialize(d)?.map(|v| v.into_iter().collect()))
+    }
+}
 
 impl OthersCpu {
     /// The CPU the other tasks used between `self` and `later`, ns. A task that began in

@@ -14,6 +14,7 @@ pub mod host;
 pub mod interrupt;
 pub mod load;
 pub mod out;
+pub mod probe;
 pub mod report;
 pub mod results;
 pub mod rng;

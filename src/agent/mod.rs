@@ -11,6 +11,7 @@
 
 pub mod launch;
 pub mod pool;
+pub mod probe;
 pub mod protocol;
 pub mod serve;
 pub mod trial;
@@ -213,6 +214,19 @@ impl AgentOptions {
             target: agent_target.map(TargetSpec::parse).transpose()?,
         })
     }
+}
+
+/// `--server-host`: an ssh:// place (no weight: it makes no load).
+pub fn server_host(text: &str) -> Result<AgentSpec> {
+    let spec = AgentSpec::parse(text)
+        .map_err(|e| usage(format!("{e:#}").replacen("bad agent", "bad --server-host", 1)))?;
+    if spec.weight != 1 || spec.place == Place::Local {
+        return Err(usage(format!(
+            "bad --server-host '{text}': write ssh://[user@]host[:port], the database's host \
+             as ssh reaches it"
+        )));
+    }
+    Ok(spec)
 }
 
 /// Start the agents of a run (none: Ok(None)) and aim them at `server`: `--agent-target`,

@@ -7,6 +7,8 @@
 //! the measured window opens and closes at the given instants of the agent's clock; `started`,
 //! a `tick` a second, then `report` with the merged counters and histograms), and `bye`.
 //! `stop` ends a trial early (the report that follows is discarded). Any failure: `error`.
+//! In the probe role (`--server-host`) the same agent, after `hello`, answers `find` (the
+//! server's process, proved) and `read` (a reading of its host): it changes nothing.
 
 use crate::load::Rate;
 use crate::load::worker::{OpenLoopReport, WorkerReport};
@@ -20,7 +22,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// Bumped whenever a message changes shape.
-pub const PROTOCOL: u32 = 2;
+pub const PROTOCOL: u32 = 3;
 
 /// This build's version: an agent must run the same.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -50,6 +52,10 @@ pub enum Request {
     },
     /// End the current trial now.
     Stop,
+    /// The probe role (`--server-host`): find the server's process on this host.
+    Find(crate::probe::Find),
+    /// The probe role: read the server's CPU, the logs' sizes and room, the other processes.
+    Read(crate::probe::Ask),
     /// The session is over.
     Bye,
 }
@@ -103,6 +109,10 @@ pub enum Reply {
     },
     /// The trial's outcome.
     Report(Box<AgentReport>),
+    /// The server's process, found.
+    Found(crate::probe::Found),
+    /// A reading.
+    Reading(Box<crate::probe::Reading>),
     /// Something failed; `lost`: the server stopped answering.
     Error {
         /// What, in one paragraph.
@@ -123,6 +133,8 @@ impl Reply {
             Reply::Tick { .. } => "tick",
             Reply::Report(_) => "report",
             Reply::Error { .. } => "error",
+            Reply::Found(_) => "found",
+            Reply::Reading(_) => "reading",
         }
     }
 }

@@ -69,6 +69,14 @@ pub fn serve_stdio(remove_binary: bool) -> Result<()> {
                 }
             }
             Request::Stop => None,
+            Request::Find(f) => Some(match crate::probe::find(&f) {
+                Ok(found) => Reply::Found(found),
+                Err(message) => Reply::Error {
+                    message,
+                    lost: false,
+                },
+            }),
+            Request::Read(ask) => Some(Reply::Reading(Box::new(crate::probe::read(&ask)))),
             Request::Bye => return Ok(()),
         };
         if let Some(reply) = reply {

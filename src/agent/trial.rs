@@ -116,11 +116,11 @@ impl Load for Pool {
             let watch = probes.watch.as_ref();
             let at = |ns: u64| instant_of(ns, protocol::clock_ns());
             run_phase(&mut phase, Some(at(measure_at)), false, watch).and_then(|()| {
-                let before = snapshot(target.server, probes, admin.as_mut());
+                let before = snapshot(target.server, probes, admin.as_mut())?;
                 let before_ns = protocol::clock_ns();
                 phase.progress.measuring();
                 run_phase(&mut phase, Some(at(end_at)), true, watch)?;
-                let after = snapshot(target.server, probes, admin.as_mut());
+                let after = snapshot(target.server, probes, admin.as_mut())?;
                 Ok(((before, before_ns), (after, protocol::clock_ns())))
             })
         };

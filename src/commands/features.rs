@@ -28,7 +28,7 @@ pub fn run(args: FeaturesArgs) -> Result<()> {
     let ctx = SupportContext {
         can_restart: server.is_managed(),
         managed: server.is_managed(),
-        local: server.local_datadir.is_some(),
+        local: server.datadir.is_some() && server.host.0.here(),
     };
     for n in server.engine().feature_names {
         let f = server.feature(n)?;

@@ -35,6 +35,7 @@ struct ExperimentFile {
     skip_late: Option<String>,
     #[serde(default)]
     agents: Vec<String>,
+    server_host: Option<String>,
     #[serde(default)]
     server_opts: Vec<String>,
     #[serde(default)]
@@ -226,6 +227,9 @@ pub fn from_toml(text: &str, default_name: &str) -> Result<Experiment> {
     }
     exp.managed_server_opts = f.server_opts;
     exp.agents = crate::agent::parse_list(&f.agents)?;
+    if let Some(h) = &f.server_host {
+        exp.server_host = Some((crate::agent::server_host(h)?, Default::default()));
+    }
     let skip_late = match f.skip_late {
         Some(s) => Some(parse_duration("skip_late", &s)?),
         None => None,

@@ -87,6 +87,7 @@ fn base(name: &str, workload: Workload, threads: Vec<u32>, repeats: u32) -> Expe
         open_loop: None,
         agents: vec![],
         max_disturbance: Some(crate::experiment::spec::MAX_DISTURBANCE),
+        server_host: None,
     }
 }
 

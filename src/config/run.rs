@@ -22,7 +22,11 @@ pub fn run_options(args: &RunArgs, exp: &Experiment) -> Result<RunOptions> {
         restart_cmd: args.restart_cmd.clone(),
         agents: AgentOptions::new(
             exp.agents.clone(),
-            args.agents.agent_bin.as_deref(),
+            // --agent-bin also names the probe's binary (--server-host).
+            args.agents
+                .agent_bin
+                .as_deref()
+                .filter(|_| !exp.agents.is_empty() || exp.server_host.is_none()),
             args.agents.agent_target.as_deref(),
         )?,
     })
@@ -91,6 +95,12 @@ pub fn experiment(args: &RunArgs) -> Result<Experiment> {
     }
     if !args.agents.agents.is_empty() {
         exp.agents = crate::agent::parse_list(&args.agents.agents)?;
+    }
+    if let Some(h) = &args.server_host {
+        exp.server_host = Some((crate::agent::server_host(h)?, Default::default()));
+    }
+    if let Some((_, bin)) = exp.server_host.as_mut() {
+        *bin = crate::agent::AgentBin::parse(args.agents.agent_bin.as_deref());
     }
     if !exp.agents.is_empty() && args.compare_target.is_some() {
         return Err(usage(

@@ -29,13 +29,22 @@ fn mb(b: u64) -> u64 {
 }
 
 impl DiskGuard {
-    /// Current total size of the log files.
-    pub fn size(&self) -> u64 {
-        self.files
-            .paths
-            .iter()
-            .map(|p| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0))
-            .sum()
+    /// The log files' sizes and their filesystems' room, read where they are.
+    fn reading(&self) -> anyhow::Result<crate::probe::Reading> {
+        self.files.host.read(&crate::probe::Ask {
+            files: self
+                .files
+                .paths
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect(),
+            ..Default::default()
+        })
+    }
+
+    /// Current total size of the log files (a file that cannot be read counts 0).
+    pub fn size(&self) -> anyhow::Result<u64> {
+        Ok(self.reading()?.sizes.iter().map(|s| s.unwrap_or(0)).sum())
     }
 
     /// Why a trial expected to write `expected` bytes must not start, after `grown` bytes
@@ -53,7 +62,10 @@ impl DiskGuard {
                 mb(max)
             ));
         }
-        let (dir, free, total) = self.short_of_room(expected)?;
+        let (dir, free, total) = match self.short_of_room(expected) {
+            Ok(short) => short?,
+            Err(e) => return Some(format!("stopped before the next trial: {e:#}")),
+        };
         Some(format!(
             "stopped before the next trial: the filesystem of {} has {} MB free of {} MB, and a \
              trial writes about {} MB of log; dbtax keeps at least 10% free",
@@ -65,14 +77,15 @@ impl DiskGuard {
     }
 
     /// The first log folder whose filesystem would keep less than 10% free after `extra`
-    /// more bytes: (folder, free, total).
-    fn short_of_room(&self, extra: u64) -> Option<(PathBuf, u64, u64)> {
-        self.files.paths.iter().find_map(|f| {
+    /// more bytes: (folder, free, total). Err: the probe there is gone.
+    fn short_of_room(&self, extra: u64) -> anyhow::Result<Option<(PathBuf, u64, u64)>> {
+        let r = self.reading()?;
+        Ok(self.files.paths.iter().zip(r.space).find_map(|(f, space)| {
             let dir = f.parent().unwrap_or(f);
-            let (free, total) = crate::host::fs_space(dir)?;
+            let (free, total) = space?;
             ((free.saturating_sub(extra) as f64) < MIN_FREE_FRACTION * total as f64)
                 .then(|| (dir.to_path_buf(), free, total))
-        })
+        }))
     }
 
     /// A watch for one trial: stops it when the filesystem reaches 90% or the run's growth
@@ -82,9 +95,12 @@ impl DiskGuard {
             return None;
         }
         let guard = self.clone();
-        let start = self.size();
+        let start = self.size().unwrap_or(0);
         Some(Arc::new(move || {
-            let now = guard.size();
+            let now = match guard.size() {
+                Ok(n) => n,
+                Err(e) => return Some(format!("stopped during a trial: {e:#}")),
+            };
             let total_growth = grown + now.saturating_sub(start);
             if let Some(max) = guard.max_bytes
                 && total_growth > max
@@ -96,7 +112,10 @@ impl DiskGuard {
                     mb(max)
                 ));
             }
-            let (dir, free, total) = guard.short_of_room(0)?;
+            let (dir, free, total) = match guard.short_of_room(0) {
+                Ok(short) => short?,
+                Err(e) => return Some(format!("stopped during a trial: {e:#}")),
+            };
             Some(format!(
                 "stopped during a trial: the filesystem of {} is down to {} MB free of {} MB; \
                  dbtax keeps at least 10% free",

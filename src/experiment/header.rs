@@ -46,6 +46,7 @@ pub(super) fn header(
         cpus: plan.cpus.cpus.clone(),
         pinned: plan.cpus.pinned,
         unguarded_logs: plan.unguarded_logs,
+        server_host: server.host.0.server_host(),
         analysis: Default::default(),
         agents: vec![],
         rate: exp.open_loop.as_ref().map(|o| RateRun {

@@ -59,8 +59,10 @@ pub struct Statements {
 pub struct LogFiles {
     /// Variables naming the files the features write.
     pub vars: Vec<&'static str>,
-    /// Their local paths, for the variables the server knows now.
+    /// Their paths on the server's host, for the variables the server knows now.
     pub paths: Vec<PathBuf>,
+    /// Where they are read: here, or through the probe on the server's host.
+    pub host: crate::probe::Host,
 }
 
 impl LogFiles {
@@ -72,13 +74,19 @@ impl LogFiles {
         vars: Vec<&'static str>,
     ) -> Result<LogFiles> {
         let found = admin.global_vars(&vars)?;
+        let here = server.host.0.here();
         let paths = vars
             .iter()
             .filter_map(|v| found.get(*v))
             .filter_map(|p| server.local_file(p))
-            .map(|p| real_path(&p))
+            // Links followed where they can be (the probe follows them on its host).
+            .map(|p| if here { crate::probe::real_path(&p) } else { p })
             .collect();
-        Ok(LogFiles { vars, paths })
+        Ok(LogFiles {
+            vars,
+            paths,
+            host: server.host.clone(),
+        })
     }
 
     /// Resolve again when some variable had no file yet (its plugin was not loaded).
@@ -87,34 +95,6 @@ impl LogFiles {
             *self = LogFiles::resolve(server.admin()?.as_mut(), server, self.vars.clone())?;
         }
         Ok(())
-    }
-}
-
-/// Where a file's bytes land: links followed (a log file that is a link into a small
-/// filesystem fills that filesystem, not the link's), its folder's when it does not exist yet.
-fn real_path(p: &std::path::Path) -> PathBuf {
-    let mut p = p.to_path_buf();
-    // A link to a file not written yet: follow it by hand (canonicalize wants the target).
-    for _ in 0..16 {
-        let Ok(target) = std::fs::read_link(&p) else {
-            break;
-        };
-        let dir = p.parent().map(PathBuf::from).unwrap_or_else(|| "/".into());
-        p = if target.is_absolute() {
-            target
-        } else {
-            dir.join(target)
-        };
-    }
-    if let Ok(real) = std::fs::canonicalize(&p) {
-        return real;
-    }
-    match (
-        p.parent().and_then(|d| std::fs::canonicalize(d).ok()),
-        p.file_name(),
-    ) {
-        (Some(dir), Some(name)) => dir.join(name),
-        _ => p,
     }
 }
 

@@ -53,8 +53,11 @@ pub fn preflight(exp: &Experiment, server: &Server, restart_cmd: Option<&str>) -
     let ctx = SupportContext {
         can_restart: restarter != Restarter::None || server.is_managed(),
         managed: server.is_managed(),
-        local: server.local_datadir.is_some(),
+        // The plugin library is looked for on this machine's disk.
+        local: server.datadir.is_some() && server.host.0.here(),
     };
+    // dbtax reads the server's host: here, or through the probe there (--server-host).
+    let reachable = server.datadir.is_some();
     let mut notes = vec![];
     for f in &features {
         match admin.support(f, ctx)? {
@@ -94,10 +97,10 @@ pub fn preflight(exp: &Experiment, server: &Server, restart_cmd: Option<&str>) -
         (Some(limit), true) => format!(
             "disturbance: a block in which other processes use more than {limit:.0}% of a core \
              on {} is left out of every figure and run again (--max-disturbance)",
-            if ctx.local {
-                "this machine (the server's)"
-            } else {
-                "this machine (the client's; the server's host is not watched)"
+            match (server.datadir.is_some(), server.host.0.here()) {
+                (true, true) => "this machine (the server's)".to_string(),
+                (true, false) => format!("the server's host ({})", server.host.0.label()),
+                _ => "this machine (the client's; the server's host is not watched)".into(),
             }
         ),
     });
@@ -105,7 +108,14 @@ pub fn preflight(exp: &Experiment, server: &Server, restart_cmd: Option<&str>) -
         .iter()
         .flat_map(|f| f.log_file_vars.iter().copied())
         .collect();
-    let unguarded_logs = !ctx.local && unwatched_logs(exp, &features, server, &mut notes)?;
+    let unguarded_logs = !reachable && unwatched_logs(exp, &features, server, &mut notes)?;
+    if !server.host.0.here() {
+        notes.push(format!(
+            "the server's host is read through the probe on {}: server CPU per query, log \
+             bytes per query, the disk guard and the other processes' CPU come from there",
+            server.host.0.label()
+        ));
+    }
     let log_files = LogFiles::resolve(admin.as_mut(), server, log_file_vars)?;
     for f in &log_files.paths {
         let dir = f.parent().unwrap_or(f);

@@ -40,13 +40,17 @@ pub fn open(
         .flat_map(|v| &v.features)
         .map(String::as_str)
         .collect();
-    let server = Server::open(&config, &features)?;
+    let mut server = Server::open(&config, &features)?;
+    if let Some((spec, bin)) = &exp.server_host {
+        attach_probe(&mut server, spec, bin)?;
+    }
     let mut plan = preflight(exp, &server, restart_cmd)?;
     plan.cpus = crate::cpus::place(
         &config.cpus,
         config.managed.cpus.as_deref(),
         server.is_managed(),
-        server.server_pid,
+        // A server on another host shares no CPU with the load.
+        server.server_pid.filter(|_| server.host.0.here()),
     );
     // From here on every thread this one starts (the workers) runs on the load's CPUs.
     if let Some(c) = plan.cpus.cpus.as_ref().filter(|_| plan.cpus.pinned) {
@@ -59,6 +63,27 @@ pub fn open(
     }
     plan.notes.extend(plan.cpus.note.clone());
     Ok((server, plan))
+}
+
+/// `--server-host`: read the server's host through a probe started there, unless the server
+/// runs on this machine (then this process reads it, and the probe is not needed).
+fn attach_probe(
+    server: &mut Server,
+    spec: &crate::agent::AgentSpec,
+    bin: &crate::agent::AgentBin,
+) -> Result<()> {
+    if server.datadir.is_some() {
+        crate::errln!(
+            "note: the server runs on this machine: it is read here, and --server-host {} is \
+             not used",
+            spec.label()
+        );
+        return Ok(());
+    }
+    let probe = crate::agent::probe::RemoteProbe::start(spec, bin, &mut |m| {
+        crate::errln!("{m}");
+    })?;
+    server.attach_host(crate::probe::Host(std::sync::Arc::new(probe)))
 }
 
 /// The dry run: the plan and its statements as text. Changes nothing.

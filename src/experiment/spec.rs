@@ -186,6 +186,9 @@ pub struct Experiment {
     /// the server's or the client's host is excluded as a whole and run again
     /// (`--max-disturbance`); None: never.
     pub max_disturbance: Option<f64>,
+    /// The database's host, read through a probe started there (`--server-host`), and the
+    /// binary it runs.
+    pub server_host: Option<(AgentSpec, crate::agent::AgentBin)>,
 }
 
 /// Other processes' CPU above which a block counts as disturbed, percent of one core.
@@ -282,6 +285,7 @@ impl Experiment {
             open_loop: None,
             agents: vec![],
             max_disturbance: Some(MAX_DISTURBANCE),
+            server_host: None,
         }
     }
 

@@ -15,8 +15,11 @@ pub struct Snapshot {
     pub client_cpu_us: u64,
     /// The server's CPU so far (None: not local).
     pub server_cpu: Option<crate::host::CpuSnapshot>,
-    /// What every other process of this host has run so far (None: not read).
+    /// What every other process of the server's host (or, when that host is not read,
+    /// this one) has run so far (None: not read).
     pub others_cpu: Option<crate::host::OthersCpu>,
+    /// `others_cpu` is the server's host's.
+    pub others_on_server_host: bool,
     /// The feature logs' total size (None: a log dbtax may not read).
     pub log_bytes: Option<u64>,
     /// The server's status counters.
@@ -29,45 +32,50 @@ pub struct Snapshot {
 }
 
 /// Read everything now. `admin`: where the status counters come from (None: not read).
+/// The server's CPU, the logs' sizes and the other processes are read where the server runs
+/// (this machine, or through the probe on its host); Err when that probe is gone.
 pub fn snapshot(
     server: &Server,
     probes: &TrialProbes,
     admin: Option<&mut Box<dyn Admin>>,
-) -> Snapshot {
+) -> anyhow::Result<Snapshot> {
     let status = match admin {
         Some(a) => a.status_counters().unwrap_or_default(),
         None => BTreeMap::new(),
+    };
+    let on_server_host = server.server_pid.is_some();
+    let mut ask = server.cpu_ask();
+    ask.files = probes
+        .log_files
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
+    if probes.host_others && on_server_host {
+        ask.others = Some(server.host.not_others());
+    }
+    let reading = server.host.read(&ask)?;
+    // The server's host is not read: what else ran on this one, the client's.
+    let others_cpu = match (probes.host_others, on_server_host) {
+        (true, false) => crate::host::others_cpu(&[std::process::id()]),
+        _ => reading.others,
     };
     // A file not created yet counts 0 bytes; one dbtax may not read makes the figure
     // unknown (null), never 0.
     let log_bytes = if probes.log_files.is_empty() {
         None
     } else {
-        probes
-            .log_files
-            .iter()
-            .map(|p| match std::fs::metadata(p) {
-                Ok(m) => Some(m.len()),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Some(0),
-                Err(_) => None,
-            })
-            .sum::<Option<u64>>()
+        reading.sizes.iter().copied().sum::<Option<u64>>()
     };
-    let others_cpu = probes.host_others.then(|| {
-        let roots: Vec<u32> = std::iter::once(std::process::id())
-            .chain(server.server_pid)
-            .collect();
-        crate::host::others_cpu(&roots)
-    });
-    Snapshot {
+    Ok(Snapshot {
         client_cpu_us: crate::host::self_cpu_us(),
-        server_cpu: server.server_cpu(),
-        others_cpu: others_cpu.flatten(),
+        server_cpu: reading.server_cpu,
+        others_cpu,
+        others_on_server_host: on_server_host,
         log_bytes,
         status,
         at: Instant::now(),
         read_lag_events: 0,
-    }
+    })
 }
 
 /// An admin connection for the status counters when the probes ask for them.

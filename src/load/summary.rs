@@ -129,7 +129,7 @@ pub fn summarize(
         (Some(b), Some(a)) => Some(b.used_until(a) as f64 / secs / 1e7),
         _ => None,
     };
-    let local = before.server_cpu.is_some();
+    let local = before.others_on_server_host;
     Ok(Trial {
         host_other_cpu_pct: host_pct.filter(|_| local),
         client_host_other_cpu_pct: host_pct.filter(|_| !local),
@@ -196,6 +196,7 @@ mod tests {
             client_cpu_us: 0,
             server_cpu: None,
             others_cpu: None,
+            others_on_server_host: false,
             log_bytes: None,
             status: BTreeMap::new(),
             read_lag_events: 0,

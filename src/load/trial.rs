@@ -40,7 +40,9 @@ pub fn run_local(
     let seed = crate::rng::Rng::from_time(threads as u64).next_u64();
     // Fixed-count trials measure from the first query: read the server before the workers
     // start.
-    let mut early = queries_mode.then(|| snapshot(server, probes, admin.as_mut()));
+    let mut early = queries_mode
+        .then(|| snapshot(server, probes, admin.as_mut()))
+        .transpose()?;
     // Closed loop settles until steady; at a rate the throughput is the schedule's, and the
     // warm-up is the plan's.
     let settles = plan.rate.is_none() && !queries_mode;
@@ -56,9 +58,10 @@ pub fn run_local(
             run_phase(&mut workers, Some(started + plan.warmup), false, watch)?;
             settled = workers.settle.take().map(|s| s.elapsed_s(Instant::now()));
         }
-        let before = early
-            .take()
-            .unwrap_or_else(|| snapshot_during(shared, server, probes, admin.as_mut()));
+        let before = match early.take() {
+            Some(s) => s,
+            None => snapshot_during(shared, server, probes, admin.as_mut())?,
+        };
         begin_measure(shared, t0, before.at);
         let mut halves = None;
         if settles {
@@ -79,7 +82,7 @@ pub fn run_local(
         }
         Ok::<_, anyhow::Error>((
             before,
-            snapshot_during(shared, server, probes, admin.as_mut()),
+            snapshot_during(shared, server, probes, admin.as_mut())?,
             settled,
             halves,
         ))
@@ -105,11 +108,11 @@ fn snapshot_during(
     server: &crate::server::Server,
     probes: &TrialProbes,
     admin: Option<&mut Box<dyn crate::server::Admin>>,
-) -> super::measure::Snapshot {
+) -> Result<super::measure::Snapshot> {
     let from = shared.total_events();
-    let mut s = snapshot(server, probes, admin);
+    let mut s = snapshot(server, probes, admin)?;
     s.read_lag_events = shared.total_events().saturating_sub(from);
-    s
+    Ok(s)
 }
 
 /// Open one connection per client, all before any load: a bad login fails here.

@@ -52,3 +52,18 @@ pub struct AgentInfo {
     /// Its clock minus the coordinator's, ms.
     pub clock_offset_ms: f64,
 }
+
+/// The database's host, when a probe ran there (`--server-host`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct ServerHost {
+    /// As given, without a password (`ssh://user@db:22`).
+    pub url: String,
+    /// Its host name, as it says.
+    pub hostname: String,
+    /// Its online CPUs.
+    pub cores: u32,
+    /// How the server's process was found and proved the one dbtax talks to.
+    pub found_by: String,
+    /// The server's pid there.
+    pub pid: u32,
+}

@@ -128,6 +128,10 @@ pub trait Engine: Send + Sync {
     ) -> Result<PreparedWorkload>;
     /// The server's pid and datadir when it runs on this machine and can be found.
     fn locate(&self) -> (Option<u32>, Option<PathBuf>);
+    /// How a probe on the server's host finds its process (from what the server says of
+    /// itself), the datadir there, and the host name the server gives (None: it does not
+    /// say). None when the server will not tell.
+    fn probe_find(&self) -> Option<(crate::probe::Find, PathBuf, Option<String>)>;
     /// Managed targets: restart with these extra options.
     fn restart_managed(&mut self, extra_opts: &[String]) -> Result<()>;
     /// Whether dbtax started this server.
@@ -145,10 +149,15 @@ pub struct Server {
     pub schema: String,
     /// The server's version string.
     pub server_version: String,
-    /// The server's pid when it runs on this machine and can be found.
+    /// The server's pid on its host, when dbtax reads that host (it runs on this machine,
+    /// or a probe runs on its own: `host`).
     pub server_pid: Option<u32>,
-    /// The server's datadir when it is on this machine (log files are resolved against it).
-    pub local_datadir: Option<PathBuf>,
+    /// The server's datadir on its host, when dbtax reads that host (log files are
+    /// resolved against it).
+    pub datadir: Option<PathBuf>,
+    /// Where the server's CPU, its files and the other processes of its host are read:
+    /// here, or through the probe on its host.
+    pub host: crate::probe::Host,
     /// What names this server however it is reached (`Admin::identity`).
     pub identity: String,
     engine: Box<dyn Engine>,
@@ -174,7 +183,7 @@ impl Server {
             .server_opts
             .extend(def.managed_start_opts(features.iter().copied()));
         let (engine, server_version, default_schema) = (def.open)(&config.spec, &managed)?;
-        let (server_pid, local_datadir) = engine.locate();
+        let (server_pid, datadir) = engine.locate();
         let identity = engine.admin()?.identity()?;
         let schema = config
             .schema
@@ -186,7 +195,8 @@ impl Server {
             schema,
             server_version,
             server_pid,
-            local_datadir,
+            datadir,
+            host: Default::default(),
             identity,
             engine,
         })
@@ -212,7 +222,8 @@ impl Server {
             schema: schema.to_string(),
             server_version,
             server_pid: None,
-            local_datadir: None,
+            datadir: None,
+            host: Default::default(),
             identity: String::new(),
             engine,
         })
@@ -295,25 +306,69 @@ impl Server {
         crate::workload::query::check(session.as_mut(), &workload.queries, tables_ready)
     }
 
-    /// Server CPU time so far (µs) when the server's process is local.
+    /// Server CPU time so far (µs) when dbtax reads the server's host.
     pub fn server_cpu_us(&self) -> Option<u64> {
-        self.server_cpu().map(|c| c.ticks_us)
+        self.host
+            .read(&self.cpu_ask())
+            .ok()?
+            .server_cpu
+            .map(|c| c.ticks_us)
     }
 
-    /// The server's CPU time now, per thread in ns where the kernel tells it, over the
+    /// A reading of the server's CPU: per thread in ns where the kernel tells it, over the
     /// process or the process tree as its engine says (PostgreSQL: the postmaster and every
     /// process it started, with the children it has reaped).
-    pub fn server_cpu(&self) -> Option<crate::host::CpuSnapshot> {
-        let pid = self.server_pid?;
-        match self.engine().cpu {
-            CpuScope::Process => crate::host::process_cpu(pid),
-            CpuScope::ProcessTree => crate::host::process_tree_cpu(pid),
+    pub fn cpu_ask(&self) -> crate::probe::Ask {
+        crate::probe::Ask {
+            pid: self.server_pid,
+            tree: self.engine().cpu == CpuScope::ProcessTree,
+            ..Default::default()
         }
     }
 
-    /// A server file path (as in @@general_log_file) resolved to a local path, when local.
+    /// Read the server's host through a probe there (`--server-host`): find the server's
+    /// process by what the server says of itself. A usage error when it cannot be found or
+    /// the host is not the server's.
+    pub fn attach_host(&mut self, host: crate::probe::Host) -> Result<()> {
+        let label = host.0.label();
+        let Some((find, datadir, hostname)) = self.engine.probe_find() else {
+            return Err(usage(format!(
+                "the server does not say where its pid file is, so the probe on {label} \
+                 cannot find its process"
+            )));
+        };
+        let found = host.0.find(&find).map_err(|e| {
+            usage(format!(
+                "the probe on {label} did not find the server's process: {e}. Is {label} the \
+                 database's host?"
+            ))
+        })?;
+        if let Some(h) = hostname.filter(|h| *h != found.hostname) {
+            return Err(usage(format!(
+                "the server says its host is '{h}', and {label} is '{}': --server-host must \
+                 name the database's host",
+                found.hostname
+            )));
+        }
+        self.server_pid = Some(found.pid);
+        self.datadir = Some(datadir);
+        self.host = host;
+        Ok(())
+    }
+
+    /// Find the server's process again (after a restart).
+    fn relocate(&mut self) -> Result<()> {
+        if self.host.0.here() {
+            (self.server_pid, self.datadir) = self.engine.locate();
+            return Ok(());
+        }
+        self.attach_host(self.host.clone())
+    }
+
+    /// A server file path (as in @@general_log_file) resolved against its datadir, when
+    /// dbtax reads the server's host: a path on that host.
     pub fn local_file(&self, server_path: &str) -> Option<PathBuf> {
-        let datadir = self.local_datadir.as_ref()?;
+        let datadir = self.datadir.as_ref()?;
         let p = PathBuf::from(server_path);
         Some(if p.is_absolute() { p } else { datadir.join(p) })
     }
@@ -324,8 +379,7 @@ impl Server {
             return Err(usage("only a managed target can be restarted by dbtax"));
         }
         self.engine.restart_managed(extra_opts)?;
-        (self.server_pid, self.local_datadir) = self.engine.locate();
-        Ok(())
+        self.relocate()
     }
 
     /// Restart the user's server with their command: the options are passed in
@@ -351,8 +405,7 @@ impl Server {
             }
             std::thread::sleep(std::time::Duration::from_millis(200));
         }
-        (self.server_pid, self.local_datadir) = self.engine.locate();
-        Ok(())
+        self.relocate()
     }
 
     /// What results.json says of the target.

@@ -7,6 +7,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 mod netns;
+mod probe;
 
 use common::{text, validate_results};
 use dbtax::server::ManagedConfig;
@@ -498,6 +499,7 @@ fn main() {
             an_agent_that_reports_before_the_window_ends_is_kept,
             a_killed_agent_stops_the_run_and_settings_come_back,
             netns::an_agent_in_another_network_namespace_loads_over_the_wire,
+            probe::a_server_elsewhere_is_read_through_its_probe,
         ],
         || {
             let server = ManagedServer::start(&ManagedConfig::default())

@@ -174,3 +174,43 @@ pub fn text(o: &std::process::Output) -> String {
         String::from_utf8_lossy(&o.stderr)
     )
 }
+
+/// The hostname of the "database host" the suite makes with `unshare --uts`.
+pub const ELSEWHERE: &str = "dbtax-remote-db";
+
+/// Whether this machine lets the suite make a UTS namespace (root).
+pub fn can_unshare_uts() -> bool {
+    let can = Command::new("unshare").args(["--uts", "true"]).status();
+    can.is_ok_and(|s| s.success())
+}
+
+/// The words that run `cmd args…` under another hostname (`ELSEWHERE`), in a UTS namespace
+/// of its own: for a server, or an sshd, that must look like another host's.
+pub fn elsewhere_wrap() -> Vec<String> {
+    vec![
+        "unshare".into(),
+        "--uts".into(),
+        "sh".into(),
+        "-c".into(),
+        format!("hostname {ELSEWHERE} && exec \"$@\""),
+        "sh".into(),
+    ]
+}
+
+/// A server binary (for `ManagedConfig::server_bin`) that starts mariadbd under another
+/// hostname, written into `dir`.
+pub fn mariadbd_elsewhere(dir: &Path) -> PathBuf {
+    let real = dbtax::server::mysql::managed::find_server_bin(None).unwrap();
+    let path = dir.join("mariadbd-elsewhere");
+    std::fs::write(
+        &path,
+        format!(
+            "#!/bin/sh\nexec unshare --uts sh -c 'hostname {ELSEWHERE} && exec {} \"$@\"' \
+             mariadbd \"$@\"\n",
+            real.display()
+        ),
+    )
+    .unwrap();
+    Command::new("chmod").arg("+x").arg(&path).status().unwrap();
+    path
+}

@@ -7,32 +7,15 @@
 use super::{Ctx, ok};
 use dbtax::server::ManagedConfig;
 use dbtax::server::mysql::managed::ManagedServer;
-use std::process::Command;
-
-/// A server binary that starts mariadbd under another hostname.
-fn wrapper(ctx: &Ctx) -> std::path::PathBuf {
-    let real = dbtax::server::mysql::managed::find_server_bin(None).unwrap();
-    let path = ctx.file(
-        "mariadbd-elsewhere",
-        &format!(
-            "#!/bin/sh\nexec unshare --uts sh -c 'hostname dbtax-remote-db && exec {} \"$@\"' \
-             mariadbd \"$@\"\n",
-            real.display()
-        ),
-    );
-    Command::new("chmod").arg("+x").arg(&path).status().unwrap();
-    path
-}
 
 pub(crate) fn logs_on_a_server_elsewhere_are_refused_unless_accepted(ctx: &Ctx) {
-    let can = Command::new("unshare").args(["--uts", "true"]).status();
-    if !can.is_ok_and(|s| s.success()) {
+    if !super::common::can_unshare_uts() {
         eprintln!("unshare --uts is not allowed here (needs root): skipped");
         return;
     }
     let port = super::common::free_port();
     let server = ManagedServer::start(&ManagedConfig {
-        server_bin: Some(wrapper(ctx)),
+        server_bin: Some(super::common::mariadbd_elsewhere(&ctx.work)),
         port: Some(port),
         ..Default::default()
     })

@@ -224,6 +224,33 @@ impl Engine for MysqlEngine {
         }
     }
 
+    fn probe_find(&self) -> Option<(crate::probe::Find, PathBuf, Option<String>)> {
+        let mut conn = self.conn(None).ok()?;
+        let (pid_file, datadir, hostname, socket, port): (
+            String,
+            String,
+            String,
+            Option<String>,
+            u16,
+        ) = conn
+            .query_first("SELECT @@pid_file, @@datadir, @@hostname, @@socket, @@port")
+            .ok()
+            .flatten()?;
+        let datadir = PathBuf::from(datadir);
+        let pid_file = if PathBuf::from(&pid_file).is_absolute() {
+            PathBuf::from(&pid_file)
+        } else {
+            datadir.join(&pid_file)
+        };
+        let find = crate::probe::Find {
+            pid_file: pid_file.display().to_string(),
+            names: vec!["mariadbd".into(), "mysqld".into()],
+            socket: socket.filter(|s| !s.is_empty()),
+            port: (port != 0).then_some(port),
+        };
+        Some((find, datadir, Some(hostname)))
+    }
+
     fn restart_managed(&mut self, extra_opts: &[String]) -> Result<()> {
         match &mut self.managed {
             Some(m) => m.restart(extra_opts),

@@ -272,6 +272,33 @@ impl Engine for PgEngine {
         }
     }
 
+    fn probe_find(&self) -> Option<(crate::probe::Find, PathBuf, Option<String>)> {
+        let mut conn = self.connect_admin().ok()?;
+        let row = conn
+            .query_one(
+                "SELECT current_setting('data_directory'), current_setting('port'), \
+                 current_setting('unix_socket_directories')",
+                &[],
+            )
+            .ok()?;
+        let datadir = PathBuf::from(row.get::<_, String>(0));
+        let port: u16 = row.get::<_, String>(1).parse().ok()?;
+        let dirs: String = row.get(2);
+        let socket = dirs
+            .split(',')
+            .map(str::trim)
+            .find(|d| d.starts_with('/'))
+            .map(|d| format!("{d}/.s.PGSQL.{port}"));
+        let find = crate::probe::Find {
+            pid_file: datadir.join("postmaster.pid").display().to_string(),
+            names: vec!["postgres".into()],
+            socket,
+            port: Some(port),
+        };
+        // PostgreSQL does not say its host's name.
+        Some((find, datadir, None))
+    }
+
     fn restart_managed(&mut self, extra_opts: &[String]) -> Result<()> {
         match &mut self.managed {
             Some(m) => m.restart(extra_opts),
