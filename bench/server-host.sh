@@ -24,7 +24,7 @@ cleanup() {
     if [ -f "$p" ]; then kill "$(cat "$p")" 2>/dev/null || true; fi
   done
   sleep 1
-  rm -rf "$DIR"
+  [ -n "${KEEP:-}" ] || rm -rf "$DIR"
 }
 trap cleanup EXIT INT TERM
 ELSEWHERE=(unshare --uts sh -c 'hostname dbtax-remote-db && exec "$@"' sh)
@@ -67,17 +67,17 @@ ARGS=(run --feature general-log --threads 4 --repeats "$REPEATS" --trial 0.5s --
 echo "== through the probe: --server-host ssh://127.0.0.1:$SSH_PORT, mysql://root@127.0.0.1:$PORT"
 DBTAX_STATE_DIR="$DIR/state" "$DBTAX" "${ARGS[@]}" --target "mysql://root@127.0.0.1:$PORT/dbtax" \
   --server-host "ssh://127.0.0.1:$SSH_PORT" --agent-bin "$PWD/$DBTAX" --out "$DIR/probe" \
-  2>"$DIR/probe.err" | grep -v '^$'
+  2>"$DIR/probe.err" | grep -v '^$' || { tail -3 "$DIR/probe.err"; exit 1; }
 jq -c '.server_host' "$DIR/probe/results.json"
 echo "== the same server without a probe: refused unless --unguarded-logs"
 DBTAX_STATE_DIR="$DIR/state" "$DBTAX" "${ARGS[@]}" --target "mysql://root@127.0.0.1:$PORT/dbtax" \
   --out "$DIR/none" 2>&1 | tail -1 | cut -c1-200 || true
 echo "== --unguarded-logs: throughput only"
 DBTAX_STATE_DIR="$DIR/state" "$DBTAX" "${ARGS[@]}" --target "mysql://root@127.0.0.1:$PORT/dbtax" \
-  --unguarded-logs --out "$DIR/unguarded" 2>/dev/null | grep -v '^$'
+  --unguarded-logs --out "$DIR/unguarded" 2>/dev/null | grep -v '^$' || true
 echo "== the same datadir restarted under this machine's hostname, read locally (socket URL)"
 kill "$(cat "$DIR/pid")"
 for _ in $(seq 300); do [ -e "$SOCK" ] || break; sleep 0.1; done
 start_server env
 DBTAX_STATE_DIR="$DIR/state" "$DBTAX" "${ARGS[@]}" --target "mysql://root@localhost/dbtax?socket=$SOCK" \
-  --out "$DIR/local" 2>/dev/null | grep -v '^$'
+  --out "$DIR/local" 2>/dev/null | grep -v '^$' || true

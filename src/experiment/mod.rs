@@ -1,12 +1,14 @@
 //! The experiment: a validated description (`spec`, built by `config`), resolved against a
 //! server into a `plan` by `preflight` (the variants' full `states`; shown by `dry_run`), its
 //! order of trials (`order`), the loop that runs blocks against anything that can run a trial
-//! (`runner`, with the stop rules' choices in `stop`), the real server behind that interface (`live`), the simulated one used to
+//! (`runner`, with the stop rules' choices in `stop` and the disturbance rule's in
+//! `disturbed`), the real server behind that interface (`live`), the simulated one used to
 //! validate the statistics (`sim`), and `execute`, which ties them together for one run:
 //! `session` opens and readies the server, `header` and `record` write results.json (`pair`:
 //! two servers at once).
 
 pub mod disk;
+mod disturbed;
 pub mod dry_run;
 pub mod execute;
 pub mod header;

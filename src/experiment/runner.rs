@@ -3,6 +3,7 @@
 //! and handed to the observer (which rewrites results.json and shows progress: an
 //! interruption loses nothing).
 
+use super::disturbed::{disturbance, others_of, with_set_aside};
 use super::order::{self, Block, Orders};
 use super::spec::{Experiment, MAX_BLOCKS, Point, RateLevel, StopRule};
 use super::stop::{all, shortfall, still_needed};
@@ -215,6 +216,9 @@ pub fn run(
         0
     };
     let mut planned = warmup_trials + exp.planned_trials();
+    // Other processes' CPU in every trial so far (warm-up too): the run's typical level,
+    // above which a trial is disturbed.
+    let mut seen: Vec<f64> = vec![];
     let mut index = 0usize;
     let (mut previous, mut before_previous): (Option<usize>, Option<usize>) = (None, None);
     if exp.warmup_round {
@@ -227,7 +231,8 @@ pub fn run(
                     load: load(point as usize),
                     label: "warm-up trial",
                 };
-                one_trial(exp, bench, observer, v, &at)?;
+                let t = one_trial(exp, bench, observer, v, &at)?;
+                seen.extend(others_of(&t));
                 index += 1;
                 before_previous = previous;
                 previous = Some(v);
@@ -309,6 +314,7 @@ pub fn run(
                     label: "trial",
                 };
                 let mut trial = one_trial(exp, bench, observer, v, &at)?;
+                seen.extend(others_of(&trial));
                 trial.block = r;
                 trial.position = position as u32;
                 trial.after = previous.map(|p| exp.variants[p].name.clone());
@@ -323,7 +329,8 @@ pub fn run(
                 cells[cell].trials.push(trial);
                 ran.push(cell);
             }
-            match disturbance(exp, &cells, &ran) {
+            let typical = super::disturbed::typical(&seen);
+            match disturbance(exp, &cells, &ran, typical) {
                 Some((worst_pct, host)) => {
                     // The whole block, never single trials: which variants ran in a
                     // disturbed moment must not decide which are kept.
@@ -336,6 +343,7 @@ pub fn run(
                         threads: points[point].threads,
                         rate: rates[point].as_ref().map(|(level, _)| level.clone()),
                         worst_pct,
+                        typical_pct: typical,
                         host: host.into(),
                     });
                     observer.status(&format!(
@@ -382,6 +390,7 @@ pub fn run(
             blocks: disturbed.len(),
             worst_pct: disturbed.iter().map(|d| d.worst_pct).fold(0.0, f64::max),
             limit,
+            typical: disturbed.iter().map(|d| d.typical_pct).fold(0.0, f64::max),
             hosts,
             short,
         });
@@ -393,44 +402,6 @@ pub fn run(
         warnings,
         calibration,
     })
-}
-
-/// Whether the block whose trials are `ran` (indices into `cells`, the last trial of each)
-/// was disturbed: the most CPU other processes used in one of its trials, and on which host,
-/// when over the experiment's threshold.
-fn disturbance(
-    exp: &Experiment,
-    cells: &[CellTrials],
-    ran: &[usize],
-) -> Option<(f64, &'static str)> {
-    let limit = exp.max_disturbance?;
-    ran.iter()
-        .filter_map(|&c| cells[c].trials.last())
-        .flat_map(|t| {
-            [
-                t.host_other_cpu_pct.map(|p| (p, "server")),
-                t.client_host_other_cpu_pct.map(|p| (p, "client")),
-            ]
-        })
-        .flatten()
-        .filter(|(p, _)| *p > limit)
-        .max_by(|a, b| a.0.total_cmp(&b.0))
-}
-
-/// The summary with the disturbed blocks' trials and the rule's record added (the cells are
-/// in `cells`' order, as `set_aside` is).
-fn with_set_aside(
-    mut summary: crate::stats::summary::Summary,
-    set_aside: &[Vec<Trial>],
-    disturbed: &[DisturbedBlock],
-    exp: &Experiment,
-) -> crate::stats::summary::Summary {
-    for (cell, trials) in summary.cells.iter_mut().zip(set_aside) {
-        cell.disturbed_trials = trials.clone();
-    }
-    summary.analysis.max_disturbance_pct = exp.max_disturbance;
-    summary.analysis.disturbed_blocks = disturbed.to_vec();
-    summary
 }
 
 /// Where a trial stands in the run, for the observer and for error messages.

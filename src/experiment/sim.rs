@@ -60,6 +60,9 @@ pub struct SimulatedServer {
     pub disturbance: Option<(f64, f64)>,
     /// See `disturbance`.
     pub disturbance_trials: f64,
+    /// A steady load of other processes, percent of a core, in every trial (a monitoring
+    /// agent; on one machine, the "remote" server itself): it slows nothing here.
+    pub background_other: f64,
     /// Disturbed trials so far.
     pub disturbed: u32,
     disturbing: bool,
@@ -104,6 +107,7 @@ impl SimulatedServer {
             effect_ar: None,
             disturbance: None,
             disturbance_trials: 3.0,
+            background_other: 0.0,
             disturbed: 0,
             disturbing: false,
             added_latency_ms: vec![0.0; n],
@@ -286,7 +290,7 @@ impl Bench for SimulatedServer {
             server_cpu_us_per_query: Some(cpu),
             log_bytes_per_query: Some(if variant == 0 { 0.0 } else { 120.0 }),
             halves_qps: Some([first, second]),
-            host_other_cpu_pct: Some(host_other),
+            host_other_cpu_pct: Some(host_other + self.background_other),
             ..Default::default()
         })
     }

@@ -72,6 +72,9 @@ pub enum Warning {
         worst_pct: f64,
         /// The threshold, percent of one core.
         limit: f64,
+        /// The run's typical level of other processes' CPU (the largest of the levels the
+        /// blocks were judged against), percent of one core.
+        typical: f64,
         /// On which host(s): "server", "client".
         hosts: Vec<String>,
         /// Thread counts left with fewer blocks than planned (re-runs ran out).
@@ -190,6 +193,7 @@ impl fmt::Display for Warning {
                 blocks,
                 worst_pct,
                 limit,
+                typical,
                 hosts,
                 short,
             } => {
@@ -197,8 +201,8 @@ impl fmt::Display for Warning {
                 write!(
                     f,
                     "{blocks} block(s) excluded as disturbed: other processes used up to \
-                     {worst_pct:.0}% of a core on {} during them (the limit is {limit:.0}%, \
-                     --max-disturbance); their trials are kept in results.json but in no \
+                     {worst_pct:.0}% of a core on {} during them (the limit is {limit:.0}% \
+                     above the run's typical {typical:.0}%, --max-disturbance); their trials are kept in results.json but in no \
                      figure, and the blocks were run again",
                     hosts.join(" and ")
                 )?;

@@ -56,7 +56,12 @@ pub fn snapshot(
     let reading = server.host.read(&ask)?;
     // The server's host is not read: what else ran on this one, the client's.
     let others_cpu = match (probes.host_others, on_server_host) {
-        (true, false) => crate::host::others_cpu(&[std::process::id()]),
+        (true, false) => {
+            let roots: Vec<u32> = std::iter::once(std::process::id())
+                .chain(server.neighbour_pid)
+                .collect();
+            crate::host::others_cpu(&roots)
+        }
         _ => reading.others,
     };
     // A file not created yet counts 0 bytes; one dbtax may not read makes the figure

@@ -195,17 +195,24 @@ pub(super) fn closed_loop_headlines(r: &Results) -> Vec<String> {
 /// How `significant` was decided in closed loop.
 pub(super) fn closed_loop_method(r: &Results) -> Option<String> {
     (r.analysis.intervals > 1).then(|| {
+        let cpu = r.cells.iter().any(|c| {
+            c.server_cpu_delta_us
+                .as_ref()
+                .is_some_and(|d| d.p_value.is_some())
+        });
+        let mut family = vec!["each overhead", "its robust companion"];
+        if cpu {
+            family.push("each server-CPU difference");
+        }
+        if !r.analysis.interactions.is_empty() {
+            family.push("each interaction");
+        }
         format!(
             "\"Within noise\": the 95% interval spans 0, or Holm's adjustment over the {} \
-             tests of this experiment (each overhead, its robust companion, each server-CPU \
-             difference{}) does not let it \
-             count as measured. The headline is about {} threads, fixed before the run.",
+             tests of this experiment ({}) does not let it count as measured. The headline is \
+             about {} threads, fixed before the run.",
             r.analysis.intervals,
-            if r.analysis.interactions.is_empty() {
-                ""
-            } else {
-                ", each interaction"
-            },
+            family.join(", "),
             r.headline_threads
         )
     })

@@ -55,6 +55,10 @@ pub struct DisturbedBlock {
     pub rate: Option<String>,
     /// The most CPU other processes used in one of its trials, percent of one core.
     pub worst_pct: f64,
+    /// The run's typical level when it was judged (the lower quartile of the trials so far):
+    /// a block is disturbed above this plus the threshold.
+    #[serde(default)]
+    pub typical_pct: f64,
     /// Where: "server" (the server's host, this machine when the server is local) or
     /// "client".
     pub host: String,

@@ -158,6 +158,10 @@ pub struct Server {
     /// Where the server's CPU, its files and the other processes of its host are read:
     /// here, or through the probe on its host.
     pub host: crate::probe::Host,
+    /// The server's pid when it runs on this machine's kernel under another host name (a
+    /// container, a namespace) and dbtax does not read it: not another process of this
+    /// machine's either.
+    pub neighbour_pid: Option<u32>,
     /// What names this server however it is reached (`Admin::identity`).
     pub identity: String,
     engine: Box<dyn Engine>,
@@ -184,6 +188,13 @@ impl Server {
             .extend(def.managed_start_opts(features.iter().copied()));
         let (engine, server_version, default_schema) = (def.open)(&config.spec, &managed)?;
         let (server_pid, datadir) = engine.locate();
+        let neighbour_pid = match server_pid {
+            Some(_) => None,
+            None => engine
+                .probe_find()
+                .and_then(|(f, _, _)| crate::probe::find(&f).ok())
+                .map(|f| f.pid),
+        };
         let identity = engine.admin()?.identity()?;
         let schema = config
             .schema
@@ -197,6 +208,7 @@ impl Server {
             server_pid,
             datadir,
             host: Default::default(),
+            neighbour_pid,
             identity,
             engine,
         })
@@ -224,6 +236,7 @@ impl Server {
             server_pid: None,
             datadir: None,
             host: Default::default(),
+            neighbour_pid: None,
             identity: String::new(),
             engine,
         })

@@ -1,0 +1,68 @@
+//! The disturbance rule's parts: other processes' CPU in a trial, whether a block was
+//! disturbed (above the run's typical level by more than `--max-disturbance`), and the
+//! summary with the blocks set aside recorded.
+
+use super::spec::Experiment;
+use crate::results::{DisturbedBlock, Trial};
+use crate::stats::summary::CellTrials;
+
+/// Other processes' CPU in a trial, on each host read.
+pub(super) fn others_of(t: &Trial) -> impl Iterator<Item = f64> {
+    [t.host_other_cpu_pct, t.client_host_other_cpu_pct]
+        .into_iter()
+        .flatten()
+}
+
+/// The run's typical level of other processes' CPU: the lower quartile of every trial's so
+/// far. A steady load is in every trial and sets it; disturbances, which come and go, move it
+/// little: with disturbances in a quarter of the trials, 11 of 6334 kept trials were disturbed
+/// ones in simulation (the median: 110 of 6368; tests/statistics/disturbance.rs).
+pub(super) fn typical(seen: &[f64]) -> f64 {
+    let mut v: Vec<f64> = seen.iter().copied().filter(|x| x.is_finite()).collect();
+    if v.is_empty() {
+        return 0.0;
+    }
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[(v.len() - 1) / 4]
+}
+
+/// Whether the block whose trials are `ran` (indices into `cells`, the last trial of each)
+/// was disturbed: the most CPU other processes used in one of its trials, and on which host,
+/// when over the experiment's threshold above the run's `typical` level (a steady load of
+/// other processes is the machine's, and hits every variant alike; one that comes and goes
+/// is a disturbance).
+pub(super) fn disturbance(
+    exp: &Experiment,
+    cells: &[CellTrials],
+    ran: &[usize],
+    typical: f64,
+) -> Option<(f64, &'static str)> {
+    let limit = exp.max_disturbance?;
+    ran.iter()
+        .filter_map(|&c| cells[c].trials.last())
+        .flat_map(|t| {
+            [
+                t.host_other_cpu_pct.map(|p| (p, "server")),
+                t.client_host_other_cpu_pct.map(|p| (p, "client")),
+            ]
+        })
+        .flatten()
+        .filter(|(p, _)| *p > typical + limit)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+}
+
+/// The summary with the disturbed blocks' trials and the rule's record added (the cells are
+/// in `cells`' order, as `set_aside` is).
+pub(super) fn with_set_aside(
+    mut summary: crate::stats::summary::Summary,
+    set_aside: &[Vec<Trial>],
+    disturbed: &[DisturbedBlock],
+    exp: &Experiment,
+) -> crate::stats::summary::Summary {
+    for (cell, trials) in summary.cells.iter_mut().zip(set_aside) {
+        cell.disturbed_trials = trials.clone();
+    }
+    summary.analysis.max_disturbance_pct = exp.max_disturbance;
+    summary.analysis.disturbed_blocks = disturbed.to_vec();
+    summary
+}
