@@ -52,8 +52,10 @@ pub enum Warning {
     OtherClients {
         /// Trials affected.
         trials: usize,
-        /// The largest share, percent of dbtax's statements.
+        /// The largest share, percent of dbtax's statements (0: not counted).
         worst_pct: f64,
+        /// PostgreSQL: the most other sessions seen in a trial.
+        sessions: u32,
         /// By cell: variant, threads, trials withheld.
         cells: Vec<(String, u32, usize)>,
     },
@@ -174,16 +176,22 @@ impl fmt::Display for Warning {
             Warning::OtherClients {
                 trials,
                 worst_pct,
+                sessions,
                 cells,
             } => {
+                let how_much = if *sessions > 0 {
+                    format!("up to {sessions} session(s) of other clients")
+                } else {
+                    format!("up to {worst_pct:.0}% of dbtax's own")
+                };
                 let by_cell: Vec<String> = cells
                     .iter()
                     .map(|(v, t, n)| format!("{v} at {t} threads: {n}"))
                     .collect();
                 write!(
                     f,
-                    "other clients ran statements on the server during {trials} trial(s) (up to \
-                     {worst_pct:.0}% of dbtax's own): their server CPU per query is withheld \
+                    "other clients ran statements on the server during {trials} trial(s) \
+                     ({how_much}): their server CPU per query is withheld \
                      ({}; each cell's server-CPU figures come from its other blocks), and \
                      throughput may be disturbed; run on a quiet server",
                     by_cell.join(", ")
@@ -256,15 +264,24 @@ pub fn from_summary(s: &crate::stats::summary::Summary) -> Vec<Warning> {
             ci: t.ci95_pct,
         });
     }
-    let others: Vec<f64> = s
+    let others: Vec<&crate::results::Trial> = s
         .cells
         .iter()
-        .flat_map(|c| c.trials.iter().filter_map(|t| t.other_clients_pct))
+        .flat_map(|c| c.trials.iter())
+        .filter(|t| t.other_clients_pct.is_some() || t.other_sessions.is_some())
         .collect();
     if !others.is_empty() {
         out.push(Warning::OtherClients {
             trials: others.len(),
-            worst_pct: others.iter().copied().fold(0.0, f64::max),
+            worst_pct: others
+                .iter()
+                .filter_map(|t| t.other_clients_pct)
+                .fold(0.0, f64::max),
+            sessions: others
+                .iter()
+                .filter_map(|t| t.other_sessions)
+                .max()
+                .unwrap_or(0),
             cells: s
                 .cells
                 .iter()

@@ -7,6 +7,7 @@ use super::schedule::Rate;
 use super::worker::{self, WorkerReport};
 use crate::results::{LagMs, LatencyMs, Trial, TrialRate};
 use crate::server::ServerLost;
+use crate::server::admin::OTHER_SESSIONS;
 use anyhow::{Context, Result, bail};
 use std::collections::BTreeMap;
 
@@ -108,8 +109,16 @@ pub fn summarize(
     let server_counters_per_query: BTreeMap<String, f64> = after
         .status
         .iter()
+        .filter(|(k, _)| k.as_str() != OTHER_SESSIONS)
         .filter_map(|(k, a)| before.status.get(k).map(|b| (k.clone(), per_query(a - b))))
         .collect();
+    // Where the server counts no statements (PostgreSQL): other clients' sessions that ran
+    // one during the window.
+    let other_sessions = after
+        .status
+        .get(OTHER_SESSIONS)
+        .filter(|n| **n > 0.0)
+        .map(|n| *n as u32);
     // The server's CPU is all its clients': when others ran more than a few percent of the
     // statements (its `Questions` against dbtax's own count, less what dbtax ran while the
     // server answered the status reads), the figure is not dbtax's.
@@ -120,6 +129,7 @@ pub fn summarize(
         .map(|q| (100.0 * (q - 1.0 - lag / queries as f64)).max(0.0));
     let server_cpu_us_per_query = match (&before.server_cpu, &after.server_cpu) {
         (Some(_), Some(_)) if others_pct.is_some_and(|p| p > OTHER_CLIENTS_PCT) => None,
+        (Some(_), Some(_)) if other_sessions.is_some() => None,
         (Some(b), Some(a)) => Some(per_query(b.used_until(a))),
         _ => None,
     };
@@ -148,6 +158,7 @@ pub fn summarize(
             .find_map(|k| server_counters_per_query.get(*k).copied()),
         server_counters_per_query,
         other_clients_pct: others_pct.filter(|p| *p > OTHER_CLIENTS_PCT),
+        other_sessions,
         rate: open.as_ref().map(|o| o.0.clone()),
         service_latency_ms: open.as_ref().map(|o| o.1.clone()),
         schedule_lag_ms: open.map(|o| o.2),

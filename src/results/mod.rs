@@ -83,6 +83,10 @@ pub struct Trial {
     /// server's `Questions`), when above 5%: the server CPU per query is then withheld.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub other_clients_pct: Option<f64>,
+    /// PostgreSQL: sessions of other clients that ran statements during the trial (the
+    /// server CPU per query is then withheld).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub other_sessions: Option<u32>,
     /// CPU used on the server's host during the measured window by processes other than the
     /// server and dbtax, percent of one core (100: a whole core). Null when not measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]

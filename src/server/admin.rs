@@ -9,6 +9,11 @@ use super::catalog::{Feature, Plugin};
 use anyhow::Result;
 use std::collections::BTreeMap;
 
+/// Where a server counts no statements of all its clients (PostgreSQL has no `Questions`):
+/// how many sessions of other clients (not dbtax's application name) ran a statement since
+/// this admin connection's previous read of the counters, or are running one now.
+pub const OTHER_SESSIONS: &str = "dbtax_other_sessions";
+
 /// What a support check may assume about the target.
 #[derive(Debug, Clone, Copy)]
 pub struct SupportContext {
@@ -80,7 +85,8 @@ pub trait Settings: Send {
     fn check_value(&mut self, name: &str, value: &str) -> Result<(), String>;
     /// The connections the server allows and those in use now (None: it does not say).
     fn connection_room(&mut self) -> Result<Option<(u64, u64)>>;
-    /// Status counters worth reporting per query (cumulative values).
+    /// Status counters worth reporting per query (cumulative values), and where the engine
+    /// has no statement counter, `OTHER_SESSIONS` (not a counter).
     fn status_counters(&mut self) -> Result<BTreeMap<String, f64>>;
     /// Can the server run this feature? Changes nothing.
     fn support(&mut self, feature: &Feature, ctx: SupportContext) -> Result<Support>;

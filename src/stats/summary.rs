@@ -131,7 +131,7 @@ pub fn summarize(cells: &[CellTrials]) -> Summary {
                 server_cpu_withheld_trials: c
                     .trials
                     .iter()
-                    .filter(|t| t.other_clients_pct.is_some())
+                    .filter(|t| t.other_clients_pct.is_some() || t.other_sessions.is_some())
                     .count() as u32,
                 effects,
                 rate: c

@@ -1,7 +1,8 @@
 //! A server on another host, read through a probe there (`--server-host`). The "host" is
-//! made here: a MariaDB started in a UTS namespace of its own (hostname dbtax-remote-db,
-//! reached over TCP on 127.0.0.1, so dbtax does not take it for local) and an sshd in another
-//! with the same hostname, through which dbtax starts `dbtax agent --stdio` as the probe.
+//! made here: a network namespace joined to this one by a veth pair, in which a MariaDB and
+//! an sshd run under a hostname of their own (dbtax-remote-db, `unshare --uts`); dbtax
+//! reaches the server over the veth (so it does not take it for local) and starts
+//! `dbtax agent --stdio` as the probe through that sshd.
 //! With it the run has what a local server's has: server CPU, log bytes per query, the
 //! other processes' CPU, the disk guard (a general log on an 8 MB tmpfs is stopped); a
 //! probe killed mid-run stops the run with words naming the host, settings put back.
@@ -11,11 +12,70 @@ use dbtax::server::ManagedConfig;
 use dbtax::server::mysql::managed::ManagedServer;
 use mysql::prelude::Queryable;
 
-/// The database host: its server, its sshd, and the URL dbtax reaches the server by.
+/// A network namespace of the database host's, joined to this one by a veth pair on private
+/// test addresses (10.252.N.1 there, .2 here); deleted on drop.
+struct HostNs {
+    name: String,
+    here: String,
+}
+
+impl HostNs {
+    fn make(n: u32, there: &str, here: &str) -> HostNs {
+        let ns = HostNs {
+            name: format!("dbtax-h{n}"),
+            here: format!("dbxh{n}"),
+        };
+        let ip = |args: &[&str]| {
+            let o = Command::new("ip")
+                .args(args)
+                .output()
+                .expect("ip (iproute2)");
+            assert!(
+                o.status.success(),
+                "ip {args:?}: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+        };
+        let peer = format!("dbxd{n}");
+        ip(&["netns", "add", &ns.name]);
+        ip(&[
+            "link", "add", "name", &ns.here, "type", "veth", "peer", "name", &peer, "netns",
+            &ns.name,
+        ]);
+        ip(&["addr", "add", &format!("{here}/30"), "dev", &ns.here]);
+        ip(&["link", "set", &ns.here, "up"]);
+        ip(&[
+            "-n",
+            &ns.name,
+            "addr",
+            "add",
+            &format!("{there}/30"),
+            "dev",
+            &peer,
+        ]);
+        ip(&["-n", &ns.name, "link", "set", &peer, "up"]);
+        ip(&["-n", &ns.name, "link", "set", "lo", "up"]);
+        ns
+    }
+}
+
+impl Drop for HostNs {
+    fn drop(&mut self) {
+        // Deleting the namespace deletes its end of the veth pair, and so the pair.
+        let _ = Command::new("ip")
+            .args(["netns", "del", &self.name])
+            .status();
+    }
+}
+
+/// The database host: its server and its sshd in a network namespace and under a hostname
+/// of their own, and the URL dbtax reaches the server by over the veth. Fields drop in order:
+/// the server and sshd stop before their namespace goes.
 struct DbHost {
     server: ManagedServer,
     sshd: Sshd,
     url_base: String,
+    _ns: HostNs,
 }
 
 impl DbHost {
@@ -24,25 +84,51 @@ impl DbHost {
             eprintln!("unshare --uts is not allowed here (needs root): skipped");
             return None;
         }
-        let port = common::free_port();
-        let server = ManagedServer::start(&ManagedConfig {
-            server_bin: Some(common::mariadbd_elsewhere(&ctx.work)),
-            port: Some(port),
-            ..Default::default()
-        })
+        let n = std::process::id() % 100_000;
+        let octet = 1 + n % 250;
+        let (there, here) = (format!("10.252.{octet}.1"), format!("10.252.{octet}.2"));
+        let ns = HostNs::make(n, &there, &here);
+        let real = dbtax::server::mysql::managed::find_server_bin(None).unwrap();
+        let wrapper = ctx.work.join("mariadbd-on-db-host");
+        std::fs::write(
+            &wrapper,
+            format!(
+                "#!/bin/sh\nexec ip netns exec {} unshare --uts sh -c 'hostname {} && exec {} \
+                 \"$@\"' mariadbd \"$@\"\n",
+                ns.name,
+                common::ELSEWHERE,
+                real.display()
+            ),
+        )
         .unwrap();
-        let wrap = common::elsewhere_wrap();
+        Command::new("chmod")
+            .arg("755")
+            .arg(&wrapper)
+            .status()
+            .unwrap();
+        let server = ManagedServer::start(&ManagedConfig {
+            server_bin: Some(wrapper),
+            port: Some(3306),
+            server_opts: vec![format!("bind-address={there}")],
+            cpus: None,
+        })
+        .expect("starting MariaDB on the database host");
+        // dbtax logs in from this side of the veth.
+        let mut root = common::root(&server.socket());
+        root.query_drop(format!(
+            "CREATE USER 'dbtax'@'{here}' IDENTIFIED BY 'pw'; \
+             GRANT ALL ON *.* TO 'dbtax'@'{here}' WITH GRANT OPTION"
+        ))
+        .unwrap();
+        let mut wrap: Vec<String> = ["ip", "netns", "exec", &ns.name].map(String::from).to_vec();
+        wrap.extend(common::elsewhere_wrap());
         let wrap: Vec<&str> = wrap.iter().map(String::as_str).collect();
-        let sshd = Sshd::start(
-            &ctx.work.join("ssh-db"),
-            "127.0.0.1",
-            common::free_port(),
-            &wrap,
-        );
+        let sshd = Sshd::start(&ctx.work.join("ssh-db"), &there, 2222, &wrap);
         Some(DbHost {
             server,
             sshd,
-            url_base: format!("mysql://root@127.0.0.1:{port}"),
+            url_base: format!("mysql://dbtax:pw@{there}:3306"),
+            _ns: ns,
         })
     }
 
@@ -55,7 +141,15 @@ impl DbHost {
     }
 
     fn probe(&self) -> String {
-        format!("ssh://127.0.0.1:{}", self.sshd.port)
+        let host = self
+            .url_base
+            .rsplit('@')
+            .next()
+            .unwrap()
+            .split(':')
+            .next()
+            .unwrap();
+        format!("ssh://{host}:{}", self.sshd.port)
     }
 
     /// `dbtax run` on this host's server with the probe.
@@ -83,7 +177,27 @@ impl DbHost {
     }
 }
 
+/// A mount point unmounted on drop.
+struct Unmount(std::path::PathBuf);
+
+impl Drop for Unmount {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+    }
+}
+
 pub(crate) fn a_server_elsewhere_is_read_through_its_probe(ctx: &Ctx) {
+    // The database host's small disk, mounted before its processes start (each
+    // `ip netns exec` copies the mounts there are).
+    let small = ctx.work.join("small-disk");
+    std::fs::create_dir_all(&small).unwrap();
+    let mounted = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=8m", "tmpfs"])
+        .arg(&small)
+        .status()
+        .is_ok_and(|s| s.success());
+    // Unmounted however the scenario ends (after the host's processes, declared later, stop).
+    let _unmount = Unmount(small.clone());
     let Some(db) = DbHost::start(ctx) else {
         return;
     };
@@ -124,13 +238,6 @@ pub(crate) fn a_server_elsewhere_is_read_through_its_probe(ctx: &Ctx) {
 
     // The disk guard there: a general log on an 8 MB tmpfs of that host stops the run
     // before it fills it, and the settings come back.
-    let small = ctx.work.join("small-disk");
-    std::fs::create_dir_all(&small).unwrap();
-    let mounted = Command::new("mount")
-        .args(["-t", "tmpfs", "-o", "size=8m", "tmpfs"])
-        .arg(&small)
-        .status()
-        .is_ok_and(|s| s.success());
     if mounted {
         // Most of it taken already: what is left is under 10% after a trial's log.
         let filler = small.join("filler");
@@ -148,7 +255,6 @@ pub(crate) fn a_server_elsewhere_is_read_through_its_probe(ctx: &Ctx) {
         let said = text(&o);
         conn.query_drop(format!("SET GLOBAL general_log_file = '{old_file}'"))
             .unwrap();
-        let _ = Command::new("umount").arg(&small).status();
         assert_eq!(o.status.code(), Some(1), "{said}");
         assert!(said.contains("dbtax keeps at least 10% free"), "{said}");
         assert_eq!(db.var("general_log"), before);

@@ -247,6 +247,12 @@ fn a_run_measures_statement_logging_and_puts_auto_conf_back_byte_for_byte(ctx: &
         assert!(c["overhead"]["ci95_pct"].is_array(), "{c}");
     }
     assert_eq!(v["target"]["kind"], "postgres");
+    // Nobody else used the cluster: no trial saw another client's session.
+    assert!(
+        !v["warnings"].to_string().contains("other clients"),
+        "{}",
+        v["warnings"]
+    );
     assert_eq!(ctx.auto_conf(), conf, "postgresql.auto.conf changed");
     assert_eq!(ctx.show("log_statement"), "none");
     assert_eq!(ctx.show("log_min_duration_statement"), "250ms");
@@ -450,10 +456,48 @@ fn main() {
     });
 }
 
+/// Another client running statements through a run: its session is seen in
+/// pg_stat_activity (another application name), every trial it ran through records it, their
+/// server CPU per query is withheld (it is that client's too), and the warning says so.
+fn another_clients_statements_withhold_the_server_cpu(ctx: &Ctx) {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut config = ctx.server.config("postgres");
+    config.application_name("another-client");
+    let mut other = config.connect(postgres::NoTls).unwrap();
+    let busy = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                other.simple_query("SELECT count(*) FROM pg_class").unwrap();
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        })
+    };
+    let args = ctx.run_args("dbtax", &["log-statement"], "0.5s", "3");
+    let o = ctx.run(&args);
+    stop.store(true, Ordering::Relaxed);
+    busy.join().unwrap();
+    ok(&o);
+    let v = validate_results(&Path::new(args.last().unwrap()).join("results.json"));
+    let warned = v["warnings"].to_string();
+    assert!(warned.contains("session(s) of other clients"), "{warned}");
+    for c in v["cells"].as_array().unwrap() {
+        assert_eq!(c["server_cpu_withheld_trials"], 3, "{c}");
+        for t in c["trials"].as_array().unwrap() {
+            assert!(t["other_sessions"].as_u64().unwrap() >= 1, "{t}");
+            assert!(t["server_cpu_us_per_query"].is_null(), "{t}");
+        }
+    }
+    assert_eq!(ctx.show("log_statement"), "none");
+}
+
 fn dbtax_scenarios() -> &'static [common::Scenario<Ctx>] {
     crate::scenarios![Ctx;
         bench_reuses_pgbench_tables_with_their_row_counts_unchanged,
         a_run_measures_statement_logging_and_puts_auto_conf_back_byte_for_byte,
+        another_clients_statements_withhold_the_server_cpu,
         ctrl_c_restores_auto_conf_byte_for_byte,
         kill_9_then_restore_puts_auto_conf_back,
         a_user_without_privileges_gets_exit_2_and_nothing_changes,

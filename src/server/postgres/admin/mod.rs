@@ -9,6 +9,7 @@ mod probe;
 
 use super::catalog::CURRENT_LOGFILE;
 use super::{db_error, quote_literal};
+use crate::server::admin::OTHER_SESSIONS;
 use crate::server::catalog::Feature;
 use crate::server::value::{self, Domain, same_value};
 use crate::server::{Held, Plugins, Settings, Support, SupportContext};
@@ -27,6 +28,8 @@ pub struct PgAdmin {
     /// Libraries this session tried to LOAD (so that their settings are known).
     loaded: BTreeSet<String>,
     superuser: Option<bool>,
+    /// When `status_counters` last read the server (its clock, as text).
+    status_read_at: Option<String>,
 }
 
 /// A statement's failure: `ServerLost` when the connection is gone, else the server's words
@@ -49,6 +52,7 @@ impl PgAdmin {
             base,
             loaded: BTreeSet::new(),
             superuser: None,
+            status_read_at: None,
         }
     }
 
@@ -310,15 +314,36 @@ impl Settings for PgAdmin {
         Ok(Some((max.max(0) as u64, used.max(0) as u64)))
     }
 
+    /// The WAL's position, and the sessions of other clients that ran a statement since the
+    /// previous read (their `state_change`) or run one now: every client backend but this
+    /// one whose application name is not the one dbtax's own connections carry. Sessions
+    /// this login may not see (no pg_read_all_stats) are not counted.
     fn status_counters(&mut self) -> Result<BTreeMap<String, f64>> {
+        let ours = self
+            .base
+            .get_application_name()
+            .unwrap_or("dbtax")
+            .to_string();
+        let since = self
+            .status_read_at
+            .clone()
+            .unwrap_or_else(|| "infinity".into());
         let row = self
             .conn
             .query_one(
-                "SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '0/0')::float8",
-                &[],
+                "SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '0/0')::float8, \
+                 (SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' \
+                  AND pid <> pg_backend_pid() AND application_name IS DISTINCT FROM $1 \
+                  AND (state = 'active' OR state_change >= $2::text::timestamptz))::float8, \
+                 clock_timestamp()::text",
+                &[&ours, &since],
             )
             .map_err(db_error)?;
-        Ok(BTreeMap::from([("wal_bytes".to_string(), row.get(0))]))
+        self.status_read_at = Some(row.get(2));
+        Ok(BTreeMap::from([
+            ("wal_bytes".to_string(), row.get(0)),
+            (OTHER_SESSIONS.to_string(), row.get(1)),
+        ]))
     }
 
     fn support(&mut self, f: &Feature, ctx: SupportContext) -> Result<Support> {
