@@ -77,6 +77,10 @@ pub struct Prepare {
     pub duration_ns: u64,
     /// Seed of this agent's schedules.
     pub seed: u64,
+    /// Pids on this agent's kernel that are dbtax's own or the server's (not other
+    /// processes of its host).
+    #[serde(default)]
+    pub not_others: Vec<u32>,
 }
 
 /// From an agent to the coordinator.
@@ -157,6 +161,13 @@ pub struct Hello {
     pub cpus: Vec<usize>,
     /// Its clock, ns since the Unix epoch.
     pub clock_ns: u64,
+    /// Its process id, and its kernel's boot id: agents (and the coordinator, and the
+    /// server) on one kernel leave each other out of the other processes they count.
+    #[serde(default)]
+    pub pid: u32,
+    /// See `pid`.
+    #[serde(default)]
+    pub boot_id: String,
 }
 
 /// One agent's trial: its workers' reports merged, histograms serialized (V2, base64).
@@ -178,6 +189,9 @@ pub struct AgentReport {
     pub cpu_us: u64,
     /// When its window opened and closed, on its clock (ns since the Unix epoch).
     pub window_ns: (u64, u64),
+    /// What other processes of its host ran in the window, percent of one core.
+    #[serde(default)]
+    pub other_cpu_pct: Option<f64>,
 }
 
 /// Rate mode's extra figures, serialized.
@@ -235,6 +249,7 @@ impl AgentReport {
                 .transpose()?,
             cpu_us,
             window_ns,
+            other_cpu_pct: None,
         })
     }
 

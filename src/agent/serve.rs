@@ -108,6 +108,8 @@ fn hello() -> Hello {
         cores: crate::host::online_cores(),
         cpus: crate::cpus::allowed(),
         clock_ns: protocol::clock_ns(),
+        pid: std::process::id(),
+        boot_id: crate::probe::boot_id(),
     }
 }
 
@@ -167,6 +169,10 @@ impl Session {
             .ok_or_else(|| anyhow!("start without a prepared trial"))?;
         let server = &self.server.as_ref().expect("prepared on it").1;
         let connector = server.connector(&p.workload);
+        // This agent, and what the coordinator said is dbtax's or the server's here.
+        let not_others: Vec<u32> = std::iter::once(std::process::id())
+            .chain(p.not_others.iter().copied())
+            .collect();
         let plan = TrialPlan {
             rate: p.rate,
             ..TrialPlan::timed(p.threads, Duration::from_nanos(p.duration_ns))
@@ -187,16 +193,27 @@ impl Session {
             };
             let at = |ns: u64| instant_of(ns, protocol::clock_ns());
             run_phase(&mut coordinator, Some(at(window.0)), false, None)?;
+            let others0 = crate::host::others_cpu(&not_others);
             let (cpu0, w0) = (crate::host::self_cpu_us(), protocol::clock_ns());
             begin_measure(shared, t0, Instant::now());
             let end = at(window.1);
             let end = end.checked_sub(early).unwrap_or(end);
             run_phase(&mut coordinator, Some(end), true, None)?;
             let (cpu1, w1) = (crate::host::self_cpu_us(), protocol::clock_ns());
-            Ok::<_, anyhow::Error>((cpu1.saturating_sub(cpu0), (w0, w1)))
+            let others = match (others0, crate::host::others_cpu(&not_others)) {
+                (Some(a), Some(b)) if w1 > w0 => {
+                    Some(a.used_until(&b) as f64 * 100.0 / (w1 - w0) as f64)
+                }
+                _ => None,
+            };
+            Ok::<_, anyhow::Error>((cpu1.saturating_sub(cpu0), (w0, w1), others))
         });
         match outcome {
-            Ok((cpu_us, w)) => Ok(Some(AgentReport::new(&merge_reports(reports)?, cpu_us, w)?)),
+            Ok((cpu_us, w, others)) => {
+                let mut r = AgentReport::new(&merge_reports(reports)?, cpu_us, w)?;
+                r.other_cpu_pct = others;
+                Ok(Some(r))
+            }
             Err(e) => match e.downcast_ref::<Ended>() {
                 // Stopped early: an empty report, which the coordinator discards.
                 Some(Ended::Stopped) => Ok(Some(AgentReport::new(

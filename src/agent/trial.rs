@@ -67,10 +67,10 @@ impl Load for Pool {
             let why = a.gone.clone().unwrap_or_default();
             bail!("{}", a.gone_message(&why));
         }
-        // The load runs on the agents' hosts, and an agent may run on this one (it would
-        // count as another process here): other processes' CPU is not read with agents.
+        // The agents on this machine's kernel are not other processes of the server's host
+        // when it is this one.
         let probes = &TrialProbes {
-            host_others: false,
+            not_others: self.agents_here(),
             ..probes.clone()
         };
         let (cpu0, traffic0) = (crate::host::self_cpu_us(), self.traffic.now());
@@ -80,7 +80,8 @@ impl Load for Pool {
         let seed = crate::rng::Rng::from_time(plan.threads as u64).next_u64();
         for &i in &active {
             let seed = seed ^ (i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-            let prepare = self.prepare(target.workload, plan, shares[i], seed)?;
+            let mut prepare = self.prepare(target.workload, plan, shares[i], seed)?;
+            prepare.not_others = self.not_others_of(i, target.server);
             self.agents[i].send(&Request::Prepare(Box::new(prepare)))?;
         }
         self.collect(&active, PREPARE_TIMEOUT, "connecting its clients", |r| {
@@ -222,7 +223,39 @@ impl Pool {
             }),
             duration_ns: plan.duration.as_nanos() as u64,
             seed,
+            not_others: vec![],
         })
+    }
+
+    /// The pids on agent `i`'s kernel that are this run's (the other agents', the
+    /// coordinator's) or the server's: not other processes of that host.
+    fn not_others_of(&self, i: usize, server: &crate::server::Server) -> Vec<u32> {
+        let kernel = &self.agents[i].hello.boot_id;
+        if kernel.is_empty() {
+            return vec![];
+        }
+        let mut pids: Vec<u32> = self
+            .agents
+            .iter()
+            .filter(|a| a.hello.boot_id == *kernel)
+            .map(|a| a.hello.pid)
+            .collect();
+        if *kernel == crate::probe::boot_id() {
+            pids.push(std::process::id());
+            pids.extend(server.server_pid.filter(|_| server.host.0.here()));
+            pids.extend(server.neighbour_pid);
+        }
+        pids
+    }
+
+    /// The pids of this run's agents on this machine's kernel (not other processes here).
+    fn agents_here(&self) -> Vec<u32> {
+        let here = crate::probe::boot_id();
+        self.agents
+            .iter()
+            .filter(|a| !here.is_empty() && a.hello.boot_id == here)
+            .map(|a| a.hello.pid)
+            .collect()
     }
 
     /// The server's URL as the agents reach it, password hidden.
@@ -350,6 +383,7 @@ impl Pool {
     ) -> Result<Trial> {
         let mut workers: Vec<WorkerReport> = Vec::with_capacity(reports.len());
         let mut agents = Vec::with_capacity(reports.len());
+        let reports_other: Vec<Option<f64>> = reports.iter().map(|r| r.other_cpu_pct).collect();
         let mut cpu_us = 0.0;
         for (&i, r) in active.iter().zip(&reports) {
             let a = &self.agents[i];
@@ -377,6 +411,8 @@ impl Pool {
             });
         }
         let mut trial = summarize(workers, &before, &after, plan.rate, cpu_us)?;
+        // The client hosts are the agents': the busiest one's other processes.
+        trial.client_host_other_cpu_pct = reports_other.iter().flatten().copied().reduce(f64::max);
         let worst = agents.iter().map(|a| a.skew_ms).fold(0.0, f64::max);
         trial.agent_skew_ms = Some(worst);
         trial.skewed = worst > SKEW_FLAG_SHARE * trial.duration_s * 1000.0;

@@ -225,6 +225,7 @@ impl LiveBench<'_> {
             server_status: true,
             watch: self.disk.watch(self.log_growth),
             host_others: true,
+            ..Default::default()
         };
         let t = self.load_trial(&plan, &probes, &mut |p| observer.trial_progress(p))?;
         self.account(variant, &t);

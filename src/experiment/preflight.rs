@@ -91,9 +91,11 @@ pub fn preflight(exp: &Experiment, server: &Server, restart_cmd: Option<&str>) -
         (None, _) => "disturbance: off (--max-disturbance off): every block counts, whatever \
                       else ran on the machine"
             .into(),
-        (Some(_), false) => "disturbance: not watched with agents (other processes' CPU is \
-                             read on this machine only, where an agent may run)"
-            .into(),
+        (Some(limit), false) => format!(
+            "disturbance: a block in which other processes use more than {limit:.0}% of a core \
+             on an agent's host or the server's (when dbtax reads it) is left out of every \
+             figure and run again (--max-disturbance)"
+        ),
         (Some(limit), true) => format!(
             "disturbance: a block in which other processes use more than {limit:.0}% of a core \
              on {} is left out of every figure and run again (--max-disturbance)",
@@ -188,7 +190,8 @@ fn unwatched_logs(
     notes.push(
         "dbtax cannot find the server's process and files on this machine (it is elsewhere, \
          or this login may not see where they are), so server CPU per query, log bytes per \
-         query and the disk guard are not available (throughput and latency are)"
+         query and the disk guard are not available (throughput and latency are); \
+         --server-host ssh://[user@]host reads them through a probe on the database's host"
             .into(),
     );
     let logging: Vec<&str> = features
@@ -204,9 +207,10 @@ fn unwatched_logs(
             "{} write{} a log file on {}, whose files dbtax cannot reach (the server is not on \
              this machine, or this login may not see where its files are): dbtax could not \
              watch the log's size (the disk guard stops a run before a log fills its disk) nor \
-             measure its bytes per query. Run dbtax on the database's host as a user who can \
-             read the server's files, or pass --unguarded-logs (unguarded_logs = true in a \
-             file) to accept the log growing unwatched. Nothing was changed",
+             measure its bytes per query. Name the database's host with --server-host \
+             ssh://[user@]host (dbtax reads it through a probe started there), or pass \
+             --unguarded-logs (unguarded_logs = true in a file) to accept the log growing \
+             unwatched. Nothing was changed",
             logging.join(", "),
             if logging.len() == 1 { "s" } else { "" },
             server.label()

@@ -51,7 +51,11 @@ pub fn snapshot(
         .map(|p| p.display().to_string())
         .collect();
     if probes.host_others && on_server_host {
-        ask.others = Some(server.host.not_others());
+        let mut skip = server.host.not_others();
+        if server.host.0.same_kernel() {
+            skip.extend(&probes.not_others);
+        }
+        ask.others = Some(skip);
     }
     let reading = server.host.read(&ask)?;
     // The server's host is not read: what else ran on this one, the client's.
@@ -59,6 +63,7 @@ pub fn snapshot(
         (true, false) => {
             let roots: Vec<u32> = std::iter::once(std::process::id())
                 .chain(server.neighbour_pid)
+                .chain(probes.not_others.iter().copied())
                 .collect();
             crate::host::others_cpu(&roots)
         }

@@ -80,6 +80,9 @@ pub struct TrialProbes {
     /// trial's `host_other_cpu_pct`, or `client_host_other_cpu_pct` when the server is
     /// elsewhere.
     pub host_others: bool,
+    /// Pids of this run on this machine's kernel besides this process (its agents): not
+    /// other processes when the server's host is this one.
+    pub not_others: Vec<u32>,
 }
 
 /// A progress sample, passed to the caller's display.

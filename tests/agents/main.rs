@@ -259,6 +259,17 @@ fn two_ssh_agents_measure_the_slow_log_and_settings_come_back(ctx: &Ctx) {
         assert_eq!(h["version"], env!("CARGO_PKG_VERSION"));
     }
     check_trials_are_their_agents_sums(&v, 2);
+    // Other processes' CPU is read on the agents' host and the server's (both this machine):
+    // the agents, the coordinator and the server, on this kernel, leave each other out. Two
+    // agents loading at full speed on two cores would count most of a core of each other.
+    for c in v["cells"].as_array().unwrap() {
+        for t in c["trials"].as_array().unwrap() {
+            for k in ["host_other_cpu_pct", "client_host_other_cpu_pct"] {
+                let pct = t[k].as_f64().unwrap_or_else(|| panic!("{k}: {t}"));
+                assert!(pct < 40.0, "{k} counted dbtax's own processes: {t}");
+            }
+        }
+    }
     let slow_cell = v["cells"]
         .as_array()
         .unwrap()

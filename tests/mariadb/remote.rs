@@ -37,6 +37,7 @@ pub(crate) fn logs_on_a_server_elsewhere_are_refused_unless_accepted(ctx: &Ctx) 
     for words in [
         "not on this machine",
         "--unguarded-logs",
+        "--server-host ssh://",
         "database's host",
         "Nothing was changed",
     ] {
