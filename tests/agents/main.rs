@@ -511,6 +511,7 @@ fn main() {
             a_killed_agent_stops_the_run_and_settings_come_back,
             netns::an_agent_in_another_network_namespace_loads_over_the_wire,
             probe::a_server_elsewhere_is_read_through_its_probe,
+            probe::a_postgresql_elsewhere_is_read_through_its_probe,
         ],
         || {
             let server = ManagedServer::start(&ManagedConfig::default())

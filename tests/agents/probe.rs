@@ -293,3 +293,139 @@ pub(crate) fn a_server_elsewhere_is_read_through_its_probe(ctx: &Ctx) {
     let v = validate_results(&ctx.work.join("probe-killed/results.json"));
     assert_eq!(v["complete"], false);
 }
+
+/// A PostgreSQL started here in a network namespace of its own (as the `postgres` user,
+/// listening on the namespace's address only), stopped by its pid with a fast shutdown.
+struct PgElsewhere {
+    child: std::process::Child,
+}
+
+impl Drop for PgElsewhere {
+    fn drop(&mut self) {
+        unsafe {
+            libc::kill(self.child.id() as i32, libc::SIGINT);
+        }
+        let _ = self.child.wait();
+    }
+}
+
+fn pg_elsewhere(ctx: &Ctx, ns: &HostNs, there: &str, here: &str) -> PgElsewhere {
+    let bin = dbtax::server::postgres::managed::find_bin_dir(None).unwrap();
+    let dir = ctx.work.join("pg-host");
+    std::fs::create_dir_all(&dir).unwrap();
+    let ok = Command::new("chown")
+        .args(["postgres:postgres"])
+        .arg(&dir)
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "chown postgres");
+    let data = dir.join("data");
+    let o = Command::new("runuser")
+        .args(["-u", "postgres", "--"])
+        .arg(bin.join("initdb"))
+        .arg("-D")
+        .arg(&data)
+        .args(["-U", "postgres", "--auth=trust", "--no-sync"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "initdb: {}", text(&o));
+    let hba = data.join("pg_hba.conf");
+    let mut rules = std::fs::read_to_string(&hba).unwrap();
+    rules.push_str(&format!("host all all {here}/32 trust\n"));
+    std::fs::write(&hba, rules).unwrap();
+    let child = Command::new("ip")
+        .args(["netns", "exec", &ns.name, "setpriv"])
+        .args(["--reuid=postgres", "--regid=postgres", "--init-groups"])
+        .arg(bin.join("postgres"))
+        .arg("-D")
+        .arg(&data)
+        .args([
+            "-c",
+            &format!("listen_addresses={there}"),
+            "-c",
+            "port=5432",
+        ])
+        .arg("-c")
+        .arg(format!("unix_socket_directories={}", dir.display()))
+        .args(["-c", "logging_collector=on", "-c", "log_directory=log"])
+        .args(["-c", "log_filename=postgresql.log"])
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(dir.join("stderr.log")).unwrap())
+        .spawn()
+        .unwrap();
+    let pg = PgElsewhere { child };
+    let mut config = postgres::Config::new();
+    config
+        .host(there)
+        .port(5432)
+        .user("postgres")
+        .dbname("postgres");
+    wait_for(
+        "PostgreSQL on the database host",
+        Duration::from_secs(30),
+        || config.connect(postgres::NoTls).is_ok(),
+    );
+    pg
+}
+
+/// The same for PostgreSQL: no host name to compare, so dbtax takes a server reached over
+/// another address for not local; the probe finds the postmaster by postmaster.pid and its
+/// socket, and the run has server CPU (the process tree) and the statement log's bytes.
+pub(crate) fn a_postgresql_elsewhere_is_read_through_its_probe(ctx: &Ctx) {
+    let n = std::process::id() % 100_000 + 1;
+    let octet = 1 + n % 250;
+    let (there, here) = (format!("10.253.{octet}.1"), format!("10.253.{octet}.2"));
+    let ns = HostNs::make(n, &there, &here);
+    let pg = pg_elsewhere(ctx, &ns, &there, &here);
+    let mut wrap: Vec<String> = ["ip", "netns", "exec", &ns.name].map(String::from).to_vec();
+    wrap.extend(common::elsewhere_wrap());
+    let wrap: Vec<&str> = wrap.iter().map(String::as_str).collect();
+    let sshd = Sshd::start(&ctx.work.join("ssh-pg"), &there, 2222, &wrap);
+    let url = format!("postgres://postgres@{there}:5432/postgres");
+    let out = ctx.work.join("probe-pg");
+    let mut args = common::run_args(&url, &["log-statement"], "2", "3", &out);
+    args.extend([
+        "-w".into(),
+        "select-only".into(),
+        "--server-host".into(),
+        format!("ssh://{there}:2222"),
+        "--agent-bin".into(),
+        ctx.agent_bin.display().to_string(),
+    ]);
+    let mut c = common::dbtax(&ctx.state_dir);
+    c.env("DBTAX_SSH_COMMAND", &sshd.ssh_command);
+    let o = c.args(&args).output().unwrap();
+    ok(&o);
+    let v = validate_results(&out.join("results.json"));
+    let h = &v["server_host"];
+    assert!(
+        h["found_by"].as_str().unwrap().contains("postmaster.pid"),
+        "{h}"
+    );
+    assert_eq!(h["pid"], pg.child.id(), "{h}");
+    for c in v["cells"].as_array().unwrap() {
+        for t in c["trials"].as_array().unwrap() {
+            assert!(t["server_cpu_us_per_query"].as_f64().unwrap() > 0.0, "{t}");
+            if c["variant"] == "log-statement" {
+                assert!(t["log_bytes_per_query"].as_f64().unwrap() > 20.0, "{t}");
+            }
+        }
+    }
+    let mut config = postgres::Config::new();
+    config
+        .host(&there)
+        .port(5432)
+        .user("postgres")
+        .dbname("postgres");
+    let shown: String = config
+        .connect(postgres::NoTls)
+        .unwrap()
+        .query_one("SHOW log_statement", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(shown, "none");
+    drop(sshd);
+    drop(pg);
+    drop(ns);
+}
