@@ -27,8 +27,11 @@ pub struct Snapshot {
     /// Events dbtax's own load completed while the status counters were being read: the
     /// server read them at some instant in between, so dbtax's count of its statements in
     /// the server's window is known only to within these (a busy server may take a second to
-    /// answer SHOW GLOBAL STATUS).
-    pub read_lag_events: u64,
+    /// answer SHOW GLOBAL STATUS). None: not counted (the agents' load), and estimated from
+    /// `status_read_s` at the trial's rate.
+    pub read_lag_events: Option<u64>,
+    /// How long the status counters took to read, s.
+    pub status_read_s: f64,
 }
 
 /// Read everything now. `admin`: where the status counters come from (None: not read).
@@ -39,10 +42,12 @@ pub fn snapshot(
     probes: &TrialProbes,
     admin: Option<&mut Box<dyn Admin>>,
 ) -> anyhow::Result<Snapshot> {
+    let read = Instant::now();
     let status = match admin {
         Some(a) => a.status_counters().unwrap_or_default(),
         None => BTreeMap::new(),
     };
+    let status_read_s = read.elapsed().as_secs_f64();
     let on_server_host = server.server_pid.is_some();
     let mut ask = server.cpu_ask();
     ask.files = probes
@@ -84,7 +89,8 @@ pub fn snapshot(
         log_bytes,
         status,
         at: Instant::now(),
-        read_lag_events: 0,
+        read_lag_events: None,
+        status_read_s,
     })
 }
 

@@ -123,7 +123,12 @@ pub fn summarize(
     // statements (its `Questions` against dbtax's own count, less what dbtax ran while the
     // server answered the status reads), the figure is not dbtax's.
     let per_event = queries as f64 / events.max(1) as f64;
-    let lag = (before.read_lag_events + after.read_lag_events) as f64 * per_event;
+    let lag_events = |s: &Snapshot| match s.read_lag_events {
+        Some(n) => n as f64,
+        // Not counted (the agents' load): what it ran at this trial's rate meanwhile.
+        None => s.status_read_s * events as f64 / secs,
+    };
+    let lag = (lag_events(before) + lag_events(after)) * per_event;
     let others_pct = server_counters_per_query
         .get("Questions")
         .map(|q| (100.0 * (q - 1.0 - lag / queries as f64)).max(0.0));
@@ -210,7 +215,8 @@ mod tests {
             others_on_server_host: false,
             log_bytes: None,
             status: BTreeMap::new(),
-            read_lag_events: 0,
+            read_lag_events: Some(0),
+            status_read_s: 0.0,
         }
     }
 
@@ -244,7 +250,7 @@ mod tests {
             report.latency_us.record(100).unwrap();
             let mut before = at(t);
             before.status.insert("Questions".into(), 1_000.0);
-            before.read_lag_events = lag;
+            before.read_lag_events = Some(lag);
             before.server_cpu = Some(Default::default());
             let mut after = at(t + Duration::from_secs(1));
             after.status.insert("Questions".into(), 19_000.0);
@@ -257,5 +263,27 @@ mod tests {
         let others = trial(3_000);
         assert!((others.other_clients_pct.unwrap() - 50.0).abs() < 1e-9);
         assert_eq!(others.server_cpu_us_per_query, None, "withheld");
+    }
+
+    #[test]
+    fn with_agents_the_statements_run_during_the_status_read_are_estimated_from_its_length() {
+        // The agents' events are not counted during the read: 0.8 s of reading at 10,000
+        // events/s is the same 8,000 statements.
+        let t = Instant::now();
+        let mut report = WorkerReport::empty(false);
+        report.queries = 10_000;
+        report.events = 10_000;
+        report.latency_us.record(100).unwrap();
+        let mut before = at(t);
+        before.status.insert("Questions".into(), 1_000.0);
+        (before.read_lag_events, before.status_read_s) = (None, 0.8);
+        before.server_cpu = Some(Default::default());
+        let mut after = at(t + Duration::from_secs(1));
+        after.status.insert("Questions".into(), 19_000.0);
+        after.read_lag_events = None;
+        after.server_cpu = Some(Default::default());
+        let trial = summarize(vec![report], &before, &after, None, 0.0).unwrap();
+        assert_eq!(trial.other_clients_pct, None);
+        assert!(trial.server_cpu_us_per_query.is_some());
     }
 }

@@ -40,9 +40,14 @@ pub fn run_local(
     let seed = crate::rng::Rng::from_time(threads as u64).next_u64();
     // Fixed-count trials measure from the first query: read the server before the workers
     // start.
+    // (No load runs yet: nothing of dbtax's is counted during this read.)
     let mut early = queries_mode
         .then(|| snapshot(server, probes, admin.as_mut()))
-        .transpose()?;
+        .transpose()?
+        .map(|mut s| {
+            s.read_lag_events = Some(0);
+            s
+        });
     // Closed loop settles until steady; at a rate the throughput is the schedule's, and the
     // warm-up is the plan's.
     let settles = plan.rate.is_none() && !queries_mode;
@@ -111,7 +116,7 @@ fn snapshot_during(
 ) -> Result<super::measure::Snapshot> {
     let from = shared.total_events();
     let mut s = snapshot(server, probes, admin)?;
-    s.read_lag_events = shared.total_events().saturating_sub(from);
+    s.read_lag_events = Some(shared.total_events().saturating_sub(from));
     Ok(s)
 }
 
