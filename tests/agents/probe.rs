@@ -205,7 +205,7 @@ pub(crate) fn a_server_elsewhere_is_read_through_its_probe(ctx: &Ctx) {
     let before = db.var("general_log");
     let o = db
         .dbtax(ctx)
-        .args(db.run_args(ctx, "general-log", "3", "probe"))
+        .args(db.run_args(ctx, "general-log", "5", "probe"))
         .output()
         .unwrap();
     ok(&o);
@@ -235,6 +235,59 @@ pub(crate) fn a_server_elsewhere_is_read_through_its_probe(ctx: &Ctx) {
     let words = text(&o);
     assert!(words.contains("read through the probe on"), "{words}");
     assert!(words.contains("server CPU"), "{words}");
+
+    // The same experiment by a dbtax on the database host itself (its network and host
+    // name, the server's socket): it reads the server locally, and agrees with the probe.
+    let here = ctx.work.join("probe-local");
+    let mut args = common::run_args(
+        &format!(
+            "mysql://root@localhost/t_probe?socket={}",
+            db.server.socket().display()
+        ),
+        &["general-log"],
+        "2",
+        "5",
+        &here,
+    );
+    args.push("--no-pin".into());
+    let mut on_host = Command::new("ip");
+    on_host
+        .args(["netns", "exec", &db._ns.name])
+        .args(common::elsewhere_wrap())
+        .arg(env!("CARGO_BIN_EXE_dbtax"))
+        .args(&args)
+        .env("DBTAX_STATE_DIR", &ctx.state_dir)
+        .env_remove("DBTAX_TARGET");
+    ok(&on_host.output().unwrap());
+    let local = validate_results(&here.join("results.json"));
+    assert!(local.get("server_host").is_none(), "read locally there");
+    let cell = |v: &serde_json::Value| {
+        v["cells"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["variant"] == "general-log")
+            .unwrap()
+            .clone()
+    };
+    let (p, l) = (cell(&v), cell(&local));
+    let (pb, lb) = (
+        p["log_bytes_per_query_median"].as_f64().unwrap(),
+        l["log_bytes_per_query_median"].as_f64().unwrap(),
+    );
+    assert!(
+        (pb - lb).abs() <= 0.1 * lb,
+        "log bytes: probe {pb}, local {lb}"
+    );
+    let ci = |c: &serde_json::Value| -> (f64, f64) {
+        let i = &c["server_cpu_delta_us"]["ci95"];
+        (i[0].as_f64().unwrap(), i[1].as_f64().unwrap())
+    };
+    let (pi, li) = (ci(&p), ci(&l));
+    assert!(
+        pi.0 <= li.1 && li.0 <= pi.1,
+        "server CPU added per query: probe {pi:?}, local {li:?}"
+    );
 
     // The disk guard there: a general log on an 8 MB tmpfs of that host stops the run
     // before it fills it, and the settings come back.
