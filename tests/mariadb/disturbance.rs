@@ -68,7 +68,11 @@ pub(crate) fn a_cpu_hog_marks_its_blocks_disturbed_and_they_are_run_again(ctx: &
         .map(|d| d["block"].as_u64().unwrap())
         .collect();
     for d in &disturbed {
-        assert!(d["worst_pct"].as_f64().unwrap() > 10.0, "{d}");
+        let (worst, typical) = (
+            d["worst_pct"].as_f64().unwrap(),
+            d["typical_pct"].as_f64().unwrap(),
+        );
+        assert!(worst > typical + 10.0, "{d}");
         assert_eq!(d["host"], "server", "{d}");
     }
     for c in v["cells"].as_array().unwrap() {
@@ -76,7 +80,9 @@ pub(crate) fn a_cpu_hog_marks_its_blocks_disturbed_and_they_are_run_again(ctx: &
         // Run again: six blocks count in each cell, none of them a disturbed one.
         assert_eq!(trials.len(), 6, "{c}");
         for t in trials {
-            assert!(t["host_other_cpu_pct"].as_f64().unwrap() <= 10.0, "{t}");
+            // Kept: not the hog's (it shows as tens of percent of a core); the threshold is
+            // 10% above the run's typical level, itself a few percent on a quiet machine.
+            assert!(t["host_other_cpu_pct"].as_f64().unwrap() <= 25.0, "{t}");
             assert!(!blocks.contains(&t["block"].as_u64().unwrap()), "{t}");
         }
         // Whole blocks set aside: every variant's trial of each disturbed block is kept.
