@@ -367,6 +367,10 @@ pub struct DemoArgs {
     /// the CPUs, the load the other); the results then say so.
     #[arg(long)]
     pub no_pin: bool,
+    /// The time the measured blocks may take (default 270 s, 100 s with --quick): the
+    /// demo's precision goal is met or the budget ends, whichever comes first.
+    #[arg(long, value_parser = crate::units::duration)]
+    pub budget: Option<std::time::Duration>,
 }
 
 /// `dbtax features`.

@@ -70,11 +70,12 @@ impl RemoteProbe {
                 pool.agents[0].gone = Some(why.clone());
                 Err(gone(&mut pool, &why))
             }
-            None => bail!(
-                "the probe on the server's host {} did not answer within {} s",
-                self.label,
-                READ_TIMEOUT.as_secs()
-            ),
+            None => {
+                // A late answer would be taken for the next question's: no more questions.
+                let why = format!("did not answer within {} s", READ_TIMEOUT.as_secs());
+                pool.agents[0].gone = Some(why.clone());
+                Err(gone(&mut pool, &why))
+            }
         }
     }
 }

@@ -348,7 +348,7 @@ pub fn run(
                     });
                     observer.status(&format!(
                         "block {} at {} threads set aside: other processes used {worst_pct:.0}% \
-                         of a core on the {host}'s host; it will be run again",
+                         of a core on the {host}'s host; it is run again while the run allows",
                         r + 1,
                         points[point].threads
                     ));

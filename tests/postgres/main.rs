@@ -396,6 +396,8 @@ fn the_managed_demo_answers_the_three_questions(ctx: &Ctx) {
     let o = ctx.run(&[
         "demo",
         "--quick",
+        "--budget",
+        "40s",
         "--target",
         "managed:postgres",
         "--out",
