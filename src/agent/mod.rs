@@ -218,13 +218,15 @@ impl AgentOptions {
 
 /// `--server-host`: an ssh:// place (no weight: it makes no load).
 pub fn server_host(text: &str) -> Result<AgentSpec> {
-    let spec = AgentSpec::parse(text)
-        .map_err(|e| usage(format!("{e:#}").replacen("bad agent", "bad --server-host", 1)))?;
-    if spec.weight != 1 || spec.place == Place::Local {
-        return Err(usage(format!(
+    let bad = || {
+        usage(format!(
             "bad --server-host '{text}': write ssh://[user@]host[:port], the database's host \
              as ssh reaches it"
-        )));
+        ))
+    };
+    let spec = AgentSpec::parse(text).map_err(|_| bad())?;
+    if spec.weight != 1 || spec.place == Place::Local || text.contains('*') {
+        return Err(bad());
     }
     Ok(spec)
 }
@@ -265,6 +267,28 @@ pub fn start(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_server_host_is_one_ssh_place() {
+        let h = server_host("ssh://admin@db:2200").unwrap();
+        assert_eq!(
+            h.place,
+            Place::Ssh {
+                user: Some("admin".into()),
+                host: "db".into(),
+                port: Some(2200),
+            }
+        );
+        for bad in ["local", "ssh://db*2", "http://db", "db"] {
+            let e = format!("{:#}", server_host(bad).unwrap_err());
+            assert!(
+                e.contains("bad --server-host") && e.contains("ssh://[user@]host[:port]"),
+                "{e}"
+            );
+            assert!(!e.contains("weight"), "{e}");
+            assert_eq!(crate::error::exit_code(&server_host(bad).unwrap_err()), 2);
+        }
+    }
 
     #[test]
     fn agents_parse_with_users_ports_and_weights() {
