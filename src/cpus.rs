@@ -163,7 +163,11 @@ pub fn of_process(pid: u32) -> Option<Vec<usize>> {
     let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
     let mut all: Vec<usize> = vec![];
     for t in tasks.flatten() {
-        let status = std::fs::read_to_string(t.path().join("status")).ok()?;
+        // A thread that ended since the folder was listed has no status left: skip it (a
+        // server's pool starts and ends threads; so do the suite's).
+        let Ok(status) = std::fs::read_to_string(t.path().join("status")) else {
+            continue;
+        };
         let list = status
             .lines()
             .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))?;
