@@ -24,6 +24,11 @@ pub struct DiskGuard {
     pub max_bytes: Option<u64>,
 }
 
+/// The log files' total size in a reading (a file that cannot be read counts 0).
+fn size_of(r: &crate::probe::Reading) -> u64 {
+    r.sizes.iter().map(|s| s.unwrap_or(0)).sum()
+}
+
 fn mb(b: u64) -> u64 {
     b / 1_000_000
 }
@@ -44,7 +49,7 @@ impl DiskGuard {
 
     /// Current total size of the log files (a file that cannot be read counts 0).
     pub fn size(&self) -> anyhow::Result<u64> {
-        Ok(self.reading()?.sizes.iter().map(|s| s.unwrap_or(0)).sum())
+        Ok(size_of(&self.reading()?))
     }
 
     /// Why a trial expected to write `expected` bytes must not start, after `grown` bytes
@@ -62,8 +67,8 @@ impl DiskGuard {
                 mb(max)
             ));
         }
-        let (dir, free, total) = match self.short_of_room(expected) {
-            Ok(short) => short?,
+        let (dir, free, total) = match self.reading() {
+            Ok(r) => self.short_of_room(&r, expected)?,
             Err(e) => return Some(format!("stopped before the next trial: {e:#}")),
         };
         Some(format!(
@@ -76,16 +81,19 @@ impl DiskGuard {
         ))
     }
 
-    /// The first log folder whose filesystem would keep less than 10% free after `extra`
-    /// more bytes: (folder, free, total). Err: the probe there is gone.
-    fn short_of_room(&self, extra: u64) -> anyhow::Result<Option<(PathBuf, u64, u64)>> {
-        let r = self.reading()?;
-        Ok(self.files.paths.iter().zip(r.space).find_map(|(f, space)| {
-            let dir = f.parent().unwrap_or(f);
-            let (free, total) = space?;
-            ((free.saturating_sub(extra) as f64) < MIN_FREE_FRACTION * total as f64)
-                .then(|| (dir.to_path_buf(), free, total))
-        }))
+    /// In reading `r`, the first log folder whose filesystem would keep less than 10% free
+    /// after `extra` more bytes: (folder, free, total).
+    fn short_of_room(&self, r: &crate::probe::Reading, extra: u64) -> Option<(PathBuf, u64, u64)> {
+        self.files
+            .paths
+            .iter()
+            .zip(&r.space)
+            .find_map(|(f, space)| {
+                let dir = f.parent().unwrap_or(f);
+                let (free, total) = (*space)?;
+                ((free.saturating_sub(extra) as f64) < MIN_FREE_FRACTION * total as f64)
+                    .then(|| (dir.to_path_buf(), free, total))
+            })
     }
 
     /// A watch for one trial: stops it when the filesystem reaches 90% or the run's growth
@@ -97,10 +105,12 @@ impl DiskGuard {
         let guard = self.clone();
         let start = self.size().unwrap_or(0);
         Some(Arc::new(move || {
-            let now = match guard.size() {
-                Ok(n) => n,
+            // One reading a tick: sizes and room together (through a probe, one round trip).
+            let r = match guard.reading() {
+                Ok(r) => r,
                 Err(e) => return Some(format!("stopped during a trial: {e:#}")),
             };
+            let now = size_of(&r);
             let total_growth = grown + now.saturating_sub(start);
             if let Some(max) = guard.max_bytes
                 && total_growth > max
@@ -112,10 +122,7 @@ impl DiskGuard {
                     mb(max)
                 ));
             }
-            let (dir, free, total) = match guard.short_of_room(0) {
-                Ok(short) => short?,
-                Err(e) => return Some(format!("stopped during a trial: {e:#}")),
-            };
+            let (dir, free, total) = guard.short_of_room(&r, 0)?;
             Some(format!(
                 "stopped during a trial: the filesystem of {} is down to {} MB free of {} MB; \
                  dbtax keeps at least 10% free",

@@ -6,11 +6,14 @@ use super::spec::Experiment;
 use crate::results::{DisturbedBlock, Trial};
 use crate::stats::summary::CellTrials;
 
-/// Other processes' CPU in a trial, on each host read.
-pub(super) fn others_of(t: &Trial) -> impl Iterator<Item = f64> {
-    [t.host_other_cpu_pct, t.client_host_other_cpu_pct]
-        .into_iter()
-        .flatten()
+/// Other processes' CPU in a trial, on each host read ("server", "client").
+pub(super) fn others_of(t: &Trial) -> impl Iterator<Item = (f64, &'static str)> {
+    [
+        t.host_other_cpu_pct.map(|p| (p, "server")),
+        t.client_host_other_cpu_pct.map(|p| (p, "client")),
+    ]
+    .into_iter()
+    .flatten()
 }
 
 /// The run's typical level of other processes' CPU: the lower quartile of every trial's so
@@ -40,13 +43,7 @@ pub(super) fn disturbance(
     let limit = exp.max_disturbance?;
     ran.iter()
         .filter_map(|&c| cells[c].trials.last())
-        .flat_map(|t| {
-            [
-                t.host_other_cpu_pct.map(|p| (p, "server")),
-                t.client_host_other_cpu_pct.map(|p| (p, "client")),
-            ]
-        })
-        .flatten()
+        .flat_map(others_of)
         .filter(|(p, _)| *p > typical + limit)
         .max_by(|a, b| a.0.total_cmp(&b.0))
 }

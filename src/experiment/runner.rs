@@ -232,7 +232,7 @@ pub fn run(
                     label: "warm-up trial",
                 };
                 let t = one_trial(exp, bench, observer, v, &at)?;
-                seen.extend(others_of(&t));
+                seen.extend(others_of(&t).map(|(p, _)| p));
                 index += 1;
                 before_previous = previous;
                 previous = Some(v);
@@ -314,7 +314,7 @@ pub fn run(
                     label: "trial",
                 };
                 let mut trial = one_trial(exp, bench, observer, v, &at)?;
-                seen.extend(others_of(&trial));
+                seen.extend(others_of(&trial).map(|(p, _)| p));
                 trial.block = r;
                 trial.position = position as u32;
                 trial.after = previous.map(|p| exp.variants[p].name.clone());

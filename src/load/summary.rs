@@ -237,26 +237,32 @@ mod tests {
         assert!(msg.contains("--trial"), "{msg}");
     }
 
+    /// 10,000 statements in one second; the server counted 18,000 between its two reads.
+    /// `read`: the first read's lag (counted, or None) and how long it took; the second's
+    /// lag likewise.
+    fn questions_trial((lag, read_s): (Option<u64>, f64), after_lag: Option<u64>) -> Trial {
+        let t = Instant::now();
+        let mut report = WorkerReport::empty(false);
+        report.queries = 10_000;
+        report.events = 10_000;
+        report.latency_us.record(100).unwrap();
+        let mut before = at(t);
+        before.status.insert("Questions".into(), 1_000.0);
+        (before.read_lag_events, before.status_read_s) = (lag, read_s);
+        before.server_cpu = Some(Default::default());
+        let mut after = at(t + Duration::from_secs(1));
+        after.status.insert("Questions".into(), 19_000.0);
+        after.read_lag_events = after_lag;
+        after.server_cpu = Some(Default::default());
+        summarize(vec![report], &before, &after, None, 0.0).unwrap()
+    }
+
     #[test]
     fn statements_run_while_the_server_answered_the_status_read_are_not_other_clients() {
         // 10,000 statements measured; the server counted 18,000 between its two reads. dbtax
         // ran 8,000 while the first read was being answered: nobody else was there. With a
         // lag of 3,000 the other 5,000 (50%) were someone else's.
-        let t = Instant::now();
-        let trial = |lag: u64| {
-            let mut report = WorkerReport::empty(false);
-            report.queries = 10_000;
-            report.events = 10_000;
-            report.latency_us.record(100).unwrap();
-            let mut before = at(t);
-            before.status.insert("Questions".into(), 1_000.0);
-            before.read_lag_events = Some(lag);
-            before.server_cpu = Some(Default::default());
-            let mut after = at(t + Duration::from_secs(1));
-            after.status.insert("Questions".into(), 19_000.0);
-            after.server_cpu = Some(Default::default());
-            summarize(vec![report], &before, &after, None, 0.0).unwrap()
-        };
+        let trial = |lag: u64| questions_trial((Some(lag), 0.0), Some(0));
         let quiet = trial(8_000);
         assert_eq!(quiet.other_clients_pct, None);
         assert!(quiet.server_cpu_us_per_query.is_some());
@@ -269,20 +275,7 @@ mod tests {
     fn with_agents_the_statements_run_during_the_status_read_are_estimated_from_its_length() {
         // The agents' events are not counted during the read: 0.8 s of reading at 10,000
         // events/s is the same 8,000 statements.
-        let t = Instant::now();
-        let mut report = WorkerReport::empty(false);
-        report.queries = 10_000;
-        report.events = 10_000;
-        report.latency_us.record(100).unwrap();
-        let mut before = at(t);
-        before.status.insert("Questions".into(), 1_000.0);
-        (before.read_lag_events, before.status_read_s) = (None, 0.8);
-        before.server_cpu = Some(Default::default());
-        let mut after = at(t + Duration::from_secs(1));
-        after.status.insert("Questions".into(), 19_000.0);
-        after.read_lag_events = None;
-        after.server_cpu = Some(Default::default());
-        let trial = summarize(vec![report], &before, &after, None, 0.0).unwrap();
+        let trial = questions_trial((None, 0.8), None);
         assert_eq!(trial.other_clients_pct, None);
         assert!(trial.server_cpu_us_per_query.is_some());
     }

@@ -170,12 +170,20 @@ pub fn robust_to_tell(o: &Overhead) -> Option<&Robust> {
 
 /// Paired difference variant − baseline (e.g. server CPU µs per query), with its 95% CI.
 pub fn paired_difference(baseline: &[f64], variant: &[f64]) -> Option<Estimate> {
+    paired_test(baseline, variant).map(|(e, _)| e)
+}
+
+/// The paired difference with its two-sided p-value (paired t).
+pub fn paired_test(baseline: &[f64], variant: &[f64]) -> Option<(Estimate, f64)> {
     let diffs: Vec<f64> = baseline.iter().zip(variant).map(|(b, v)| v - b).collect();
-    let (mean, half) = mean_ci(&diffs)?;
-    Some(Estimate {
+    let (mean, var_of_mean) = mean_and_variance_of_mean(&diffs)?;
+    let df = diffs.len() - 1;
+    let half = t975(df) * var_of_mean.sqrt();
+    let estimate = Estimate {
         value: mean,
         ci95: [mean - half, mean + half],
-    })
+    };
+    Some((estimate, two_sided_p(mean, var_of_mean.sqrt(), df as f64)))
 }
 
 /// Half-width of an overhead interval, in percentage points.

@@ -6,9 +6,7 @@
 use super::carryover::Pair;
 use super::correction::{Correction, Terms, correct, fit_carry_over, observations, pairs};
 use super::holm::holm;
-use super::overhead::{
-    mean_and_variance_of_mean, median, overhead_of_corrected, paired_difference, pct, two_sided_p,
-};
+use super::overhead::{median, overhead_of_corrected, paired_difference, paired_test, pct};
 use crate::results::{
     Analysis, CarryOverTerm, Cell, CellRate, CpuDelta, FactorEffect, LatencyDelta, Overhead, Trial,
 };
@@ -206,19 +204,13 @@ fn by_block(
 /// withheld drops its own block only), with its p-value and its share of the baseline's.
 fn cpu_delta(baseline: &[Trial], variant: &[Trial]) -> Option<CpuDelta> {
     let (b, v) = paired_values(baseline, variant, |t| t.server_cpu_us_per_query);
-    let estimate = paired_difference(&b, &v)?;
-    let diffs: Vec<f64> = b.iter().zip(&v).map(|(x, y)| y - x).collect();
-    let (mean, var_of_mean) = mean_and_variance_of_mean(&diffs)?;
+    let (estimate, p) = paired_test(&b, &v)?;
     let base_mean = b.iter().sum::<f64>() / b.len() as f64;
     Some(CpuDelta {
         pct_of_baseline: (base_mean > 0.0).then(|| 100.0 * estimate.value / base_mean),
-        p_value: Some(two_sided_p(
-            mean,
-            var_of_mean.sqrt(),
-            (diffs.len() - 1) as f64,
-        )),
+        p_value: Some(p),
         significant: None,
-        blocks: diffs.len() as u32,
+        blocks: b.len() as u32,
         estimate,
     })
 }
@@ -303,6 +295,26 @@ fn adjust(cells: &mut [Cell], same: &[Vec<bool>], analysis: &mut Analysis) -> u3
 mod tests {
     use super::*;
 
+    /// Variant `i` at 8 threads, against variant 0.
+    fn cell_of(
+        name: &str,
+        i: usize,
+        trials: Vec<Trial>,
+        effects: Vec<(String, usize)>,
+    ) -> CellTrials {
+        CellTrials {
+            variant: name.into(),
+            baseline: 0,
+            variant_index: i,
+            threads: 8,
+            point: 0,
+            rate: None,
+            trials,
+            effects,
+            levels: vec![],
+        }
+    }
+
     fn trial(block: u32, qps: f64) -> Trial {
         Trial {
             block,
@@ -345,21 +357,14 @@ mod tests {
     /// that passes alone (p < 0.05) fails once the family is large enough.
     #[test]
     fn server_cpu_differences_are_in_holms_family() {
-        let cell = |name: &str, i: usize, qps: f64, cpu: &dyn Fn(u32) -> f64| CellTrials {
-            variant: name.into(),
-            baseline: 0,
-            variant_index: i,
-            threads: 8,
-            point: 0,
-            rate: None,
-            trials: (0..6)
+        let cell = |name: &str, i: usize, qps: f64, cpu: &dyn Fn(u32) -> f64| {
+            let trials = (0..6)
                 .map(|b| Trial {
                     server_cpu_us_per_query: Some(cpu(b)),
                     ..trial(b, qps * (1.0 + 0.02 * ((b * 7 % 5) as f64)))
                 })
-                .collect(),
-            effects: vec![],
-            levels: vec![],
+                .collect();
+            cell_of(name, i, trials, vec![])
         };
         let base = |b: u32| 20.0 + (b % 3) as f64;
         // +8 µs, steady; and +0.6 µs whose paired t alone gives p ≈ 0.02.
@@ -391,16 +396,8 @@ mod tests {
         // a0 is the baseline; a1's factor effect is against a0 (its overhead again), b1's
         // against a1 (another comparison).
         let noisy = |b: u32, level: f64| trial(b, level * (1.0 + 0.01 * ((b * 7 % 5) as f64)));
-        let cell = |name: &str, i: usize, level: f64, effects: Vec<(String, usize)>| CellTrials {
-            variant: name.into(),
-            baseline: 0,
-            variant_index: i,
-            threads: 8,
-            point: 0,
-            rate: None,
-            trials: (0..8).map(|b| noisy(b, level)).collect(),
-            effects,
-            levels: vec![],
+        let cell = |name: &str, i: usize, level: f64, effects: Vec<(String, usize)>| {
+            cell_of(name, i, (0..8).map(|b| noisy(b, level)).collect(), effects)
         };
         let cells = [
             cell("a0", 0, 100.0, vec![]),

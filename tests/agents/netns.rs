@@ -13,7 +13,7 @@ struct Namespaces {
     agent: String,
 }
 
-fn ip(args: &[&str]) {
+pub(crate) fn ip(args: &[&str]) {
     let o = Command::new("ip")
         .args(args)
         .output()
@@ -64,24 +64,17 @@ impl Drop for Namespaces {
     }
 }
 
-pub(crate) fn an_agent_in_another_network_namespace_loads_over_the_wire(ctx: &Ctx) {
-    let n = std::process::id() % 100_000;
-    let octet = 1 + n % 250;
-    let (server_addr, agent_addr) = (format!("10.251.{octet}.1"), format!("10.251.{octet}.2"));
-    let dir = ctx.work.join("netns");
-    std::fs::create_dir_all(&dir).unwrap();
-    // Declared first, dropped last: the server and sshd stop before their namespaces go.
-    let spaces = Namespaces::make(n, &server_addr, &agent_addr);
-    let mariadbd = ["/usr/sbin/mariadbd", "/usr/sbin/mysqld"]
-        .into_iter()
-        .find(|p| Path::new(p).exists())
-        .expect("mariadbd");
-    let wrapper = dir.join("mariadbd-in-netns");
+/// A MariaDB of dbtax's managed-server code started in network namespace `ns` through a
+/// wrapper written into `dir` (`prefix`: shell words run between `ip netns exec` and
+/// mariadbd, e.g. a UTS namespace of its own), listening on `addr` at port 3306.
+pub(crate) fn mariadb_in(dir: &Path, ns: &str, prefix: &str, addr: &str) -> ManagedServer {
+    let mariadbd = dbtax::server::mysql::managed::find_server_bin(None).expect("mariadbd");
+    let wrapper = dir.join(format!("mariadbd-in-{ns}"));
     std::fs::write(
         &wrapper,
         format!(
-            "#!/bin/sh\nexec ip netns exec {} {mariadbd} \"$@\"\n",
-            spaces.server
+            "#!/bin/sh\nexec ip netns exec {ns} {prefix}{} \"$@\"\n",
+            mariadbd.display()
         ),
     )
     .unwrap();
@@ -90,13 +83,24 @@ pub(crate) fn an_agent_in_another_network_namespace_loads_over_the_wire(ctx: &Ct
         .arg(&wrapper)
         .status()
         .unwrap();
-    let server = ManagedServer::start(&ManagedConfig {
+    ManagedServer::start(&ManagedConfig {
         server_bin: Some(wrapper),
         port: Some(3306),
-        server_opts: vec![format!("bind-address={server_addr}")],
+        server_opts: vec![format!("bind-address={addr}")],
         cpus: None,
     })
-    .expect("starting MariaDB in the server's namespace");
+    .expect("starting MariaDB in a network namespace")
+}
+
+pub(crate) fn an_agent_in_another_network_namespace_loads_over_the_wire(ctx: &Ctx) {
+    let n = std::process::id() % 100_000;
+    let octet = 1 + n % 250;
+    let (server_addr, agent_addr) = (format!("10.251.{octet}.1"), format!("10.251.{octet}.2"));
+    let dir = ctx.work.join("netns");
+    std::fs::create_dir_all(&dir).unwrap();
+    // Declared first, dropped last: the server and sshd stop before their namespaces go.
+    let spaces = Namespaces::make(n, &server_addr, &agent_addr);
+    let server = mariadb_in(&dir, &spaces.server, "", &server_addr);
     let mut root = common::root(&server.socket());
     root.query_drop(format!(
         "CREATE USER 'agent'@'{agent_addr}' IDENTIFIED BY 'agentpw'"

@@ -8,7 +8,6 @@
 //! probe killed mid-run stops the run with words naming the host, settings put back.
 
 use super::*;
-use dbtax::server::ManagedConfig;
 use dbtax::server::mysql::managed::ManagedServer;
 use mysql::prelude::Queryable;
 
@@ -25,26 +24,15 @@ impl HostNs {
             name: format!("dbtax-h{n}"),
             here: format!("dbxh{n}"),
         };
-        let ip = |args: &[&str]| {
-            let o = Command::new("ip")
-                .args(args)
-                .output()
-                .expect("ip (iproute2)");
-            assert!(
-                o.status.success(),
-                "ip {args:?}: {}",
-                String::from_utf8_lossy(&o.stderr)
-            );
-        };
         let peer = format!("dbxd{n}");
-        ip(&["netns", "add", &ns.name]);
-        ip(&[
+        super::netns::ip(&["netns", "add", &ns.name]);
+        super::netns::ip(&[
             "link", "add", "name", &ns.here, "type", "veth", "peer", "name", &peer, "netns",
             &ns.name,
         ]);
-        ip(&["addr", "add", &format!("{here}/30"), "dev", &ns.here]);
-        ip(&["link", "set", &ns.here, "up"]);
-        ip(&[
+        super::netns::ip(&["addr", "add", &format!("{here}/30"), "dev", &ns.here]);
+        super::netns::ip(&["link", "set", &ns.here, "up"]);
+        super::netns::ip(&[
             "-n",
             &ns.name,
             "addr",
@@ -53,8 +41,8 @@ impl HostNs {
             "dev",
             &peer,
         ]);
-        ip(&["-n", &ns.name, "link", "set", &peer, "up"]);
-        ip(&["-n", &ns.name, "link", "set", "lo", "up"]);
+        super::netns::ip(&["-n", &ns.name, "link", "set", &peer, "up"]);
+        super::netns::ip(&["-n", &ns.name, "link", "set", "lo", "up"]);
         ns
     }
 }
@@ -88,31 +76,16 @@ impl DbHost {
         let octet = 1 + n % 250;
         let (there, here) = (format!("10.252.{octet}.1"), format!("10.252.{octet}.2"));
         let ns = HostNs::make(n, &there, &here);
-        let real = dbtax::server::mysql::managed::find_server_bin(None).unwrap();
-        let wrapper = ctx.work.join("mariadbd-on-db-host");
-        std::fs::write(
-            &wrapper,
-            format!(
-                "#!/bin/sh\nexec ip netns exec {} unshare --uts sh -c 'hostname {} && exec {} \
-                 \"$@\"' mariadbd \"$@\"\n",
-                ns.name,
-                common::ELSEWHERE,
-                real.display()
+        // Under the host's own name: a UTS namespace too ("$0" is mariadbd).
+        let server = super::netns::mariadb_in(
+            &ctx.work,
+            &ns.name,
+            &format!(
+                "unshare --uts sh -c 'hostname {} && exec \"$0\" \"$@\"' ",
+                common::ELSEWHERE
             ),
-        )
-        .unwrap();
-        Command::new("chmod")
-            .arg("755")
-            .arg(&wrapper)
-            .status()
-            .unwrap();
-        let server = ManagedServer::start(&ManagedConfig {
-            server_bin: Some(wrapper),
-            port: Some(3306),
-            server_opts: vec![format!("bind-address={there}")],
-            cpus: None,
-        })
-        .expect("starting MariaDB on the database host");
+            &there,
+        );
         // dbtax logs in from this side of the veth.
         let mut root = common::root(&server.socket());
         root.query_drop(format!(
