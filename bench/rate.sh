@@ -23,15 +23,15 @@ URL="mysql://root@localhost/sbtest?socket=$SOCK"
 dbtax_run() {
   local t=$1; shift
   local out
-  out=$( { /usr/bin/time -f "CPU %U %S" "$DBTAX" bench --target "$URL" --workload point-select \
-      --tables 4 --threads "$t" --duration "${SECS}s" --warmup 0s --json "$@"; } 2>&1 )
+  out=$( { "${LOAD_PIN[@]}" /usr/bin/time -f "CPU %U %S" "$DBTAX" bench --target "$URL" --workload point-select \
+      --tables 4 --threads "$t" --duration "${SECS}s" --warmup 0s --json ${DBTAX_ARGS:-} "$@"; } 2>&1 )
   echo "$out" | awk '/^CPU/ {cpu = $2 + $3} /"queries":/ {gsub(/[ ,]/, "", $2); q = $2}
     /"p99":/ && !p {gsub(/[ ,]/, "", $2); p = $2} END {print q, cpu, p}'
 }
 # sysbench_rate THREADS -> "queries cpu_seconds p99_ms"
 sysbench_rate() {
   local out
-  out=$( { /usr/bin/time -f "CPU %U %S" "${SB[@]}" --threads="$1" --rate="$RATE" --time="$SECS" \
+  out=$( { "${LOAD_PIN[@]}" /usr/bin/time -f "CPU %U %S" "${SB[@]}" --threads="$1" --rate="$RATE" --time="$SECS" \
       --percentile=99 run; } 2>&1 )
   echo "$out" | awk '/queries:/ && !q {q = $2} /99th percentile:/ {p = $3} /^CPU/ {cpu = $2 + $3}
     END {print q, cpu, p}'

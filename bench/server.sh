@@ -1,10 +1,18 @@
 # Sourced by the benchmarks: build dbtax if needed, start a private MariaDB on a unix socket
 # in a temporary folder (stopped by its pid and removed at exit), and prepare sbtest with
-# sysbench (4 × 100,000 rows). Sets DBTAX, DIR, SOCK and SB (sysbench's point-select command).
+# sysbench (4 × 100,000 rows). Sets DBTAX, DIR, SOCK, SB (sysbench's point-select command) and
+# LOAD_PIN (the prefix that runs a client on the load's CPUs).
 DBTAX=./target/release/dbtax
 [ -x "$DBTAX" ] || cargo build --release
 command -v sysbench >/dev/null || { echo "sysbench is missing: make deps" >&2; exit 2; }
 MARIADBD=$(command -v mariadbd || echo /usr/sbin/mariadbd)
+# PIN=1 (the default): the server on the last CPU, the load (both tools) on the others, so
+# the scheduler does not get into the comparison; PIN=0 runs both free (say so with figures).
+CORES=$(nproc)
+SERVER_PIN=(); LOAD_PIN=()
+if [ "${PIN:-1}" = 1 ] && [ "$CORES" -ge 2 ]; then
+  SERVER_PIN=(taskset -c $((CORES - 1))); LOAD_PIN=(taskset -c 0-$((CORES - 2)))
+fi
 
 DIR=$(mktemp -d /tmp/dbtax-bench.XXXXXX)
 SOCK=$DIR/mysqld.sock
@@ -18,7 +26,7 @@ trap cleanup EXIT INT TERM
 
 mariadb-install-db --no-defaults --datadir="$DIR/data" --auth-root-authentication-method=normal \
   --skip-test-db $USER_OPT >"$DIR/install.log" 2>&1
-"$MARIADBD" --no-defaults --datadir="$DIR/data" --socket="$SOCK" --skip-networking \
+"${SERVER_PIN[@]}" "$MARIADBD" --no-defaults --datadir="$DIR/data" --socket="$SOCK" --skip-networking \
   --pid-file="$DIR/pid" --log-error="$DIR/error.log" --innodb-buffer-pool-size=256M \
   --max-connections=2000 $USER_OPT &
 for _ in $(seq 300); do mariadb -S "$SOCK" -uroot -e 'select 1' >/dev/null 2>&1 && break; sleep 0.1; done

@@ -16,6 +16,19 @@ DBTAX=./target/release/dbtax
 BIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
 [ -x "$BIN/pgbench" ] || { echo "PostgreSQL is missing: make deps" >&2; exit 2; }
 CORES=$(nproc)
+# PIN=1 (the default): the server on the last CPU, both tools on the others; PIN=0: free.
+SERVER_PIN=(); LOAD_PIN=()
+if [ "${PIN:-1}" = 1 ] && [ "$CORES" -ge 2 ]; then
+  SERVER_PIN=(taskset -c $((CORES - 1))); LOAD_PIN=(taskset -c 0-$((CORES - 2)))
+fi
+# select-only (pgbench -S) or tpcb-like (pgbench's default script)
+WORKLOAD=${WORKLOAD:-select-only}
+case $WORKLOAD in
+  select-only) PGB_SCRIPT=(-S) ;;
+  tpcb-like) PGB_SCRIPT=() ;;
+  simple-update) PGB_SCRIPT=(-N) ;;
+  *) echo "WORKLOAD: select-only, tpcb-like or simple-update" >&2; exit 2 ;;
+esac
 
 DIR=$(mktemp -d /tmp/dbtax-pgbench.XXXXXX)
 AS=()
@@ -30,8 +43,8 @@ cleanup() {
 trap cleanup EXIT INT TERM
 
 "${AS[@]}" "$BIN/initdb" -D "$DIR/data" -U postgres --auth=trust --no-sync >"$DIR/initdb.log" 2>&1
-"${AS[@]}" "$BIN/postgres" -D "$DIR/data" -c listen_addresses= -c "unix_socket_directories=$DIR" \
-  -c max_connections=400 -c shared_buffers=256MB >"$DIR/server.log" 2>&1 &
+"${SERVER_PIN[@]}" "${AS[@]}" "$BIN/postgres" -D "$DIR/data" -c listen_addresses= -c "unix_socket_directories=$DIR" \
+  -c max_connections=600 -c shared_buffers=256MB >"$DIR/server.log" 2>&1 &
 PID=$!
 for _ in $(seq 300); do "$BIN/psql" -h "$DIR" -U postgres -c 'select 1' postgres >/dev/null 2>&1 && break; sleep 0.1; done
 "$BIN/psql" -q -h "$DIR" -U postgres -c 'CREATE DATABASE bench' postgres
@@ -40,16 +53,18 @@ for _ in $(seq 300); do "$BIN/psql" -h "$DIR" -U postgres -c 'select 1' postgres
 # run_pgbench CLIENTS -> "transactions cpu_seconds"
 run_pgbench() {
   local j=$(( $1 < CORES ? $1 : CORES )) out
-  out=$( { /usr/bin/time -f "CPU %U %S" "$BIN/pgbench" -S -M prepared -n -c "$1" -j "$j" -T "$SECS" \
+  out=$( { "${LOAD_PIN[@]}" /usr/bin/time -f "CPU %U %S" "$BIN/pgbench" "${PGB_SCRIPT[@]}" -M prepared -n -c "$1" -j "$j" -T "$SECS" \
       -h "$DIR" -U postgres bench; } 2>&1 )
   echo "$(echo "$out" | awk '/actually processed:/ {print $NF; exit}') $(echo "$out" | awk '/^CPU/ {print $2 + $3}')"
 }
 # run_dbtax CLIENTS -> "transactions cpu_seconds"
 run_dbtax() {
   local out
-  out=$( { /usr/bin/time -f "CPU %U %S" "$DBTAX" bench --target "postgres://postgres@localhost/bench?host=$DIR" \
-      --workload select-only --threads "$1" --duration "${SECS}s" --warmup 0s --json; } 2>&1 )
-  echo "$(echo "$out" | awk -F'[:,]' '/"queries"/ {gsub(/ /,"",$2); print $2; exit}') $(echo "$out" | awk '/^CPU/ {print $2 + $3}')"
+  out=$( { "${LOAD_PIN[@]}" /usr/bin/time -f "CPU %U %S" "$DBTAX" bench --target "postgres://postgres@localhost/bench?host=$DIR" \
+      --workload "$WORKLOAD" --threads "$1" --duration "${SECS}s" --warmup 0s --json ${DBTAX_ARGS:-}; } 2>&1 )
+  # transactions = tps × the measured window
+  echo "$(echo "$out" | awk -F'[:,]' '/"tps"/ && !t {gsub(/ /,"",$2); t = $2} /"duration_s"/ && !d {gsub(/ /,"",$2); d = $2}
+    END {printf "%d", t * d}') $(echo "$out" | awk '/^CPU/ {print $2 + $3}')"
 }
 
 printf "\n%-8s %15s %15s %12s %12s %10s %10s\n" clients "pgbench µs/tx" "dbtax µs/tx" "pgbench tps" "dbtax tps" "cpu ratio" "tps ratio"
@@ -65,4 +80,4 @@ for c in $CLIENTS; do
 done
 echo
 echo "cpu ratio = dbtax client CPU per transaction / pgbench's (target <= 1)"
-echo "tps ratio = dbtax TPS / pgbench TPS (target >= 1); select-only: one statement per transaction"
+echo "tps ratio = dbtax TPS / pgbench TPS (target >= 1); workload $WORKLOAD${DBTAX_ARGS:+, dbtax $DBTAX_ARGS}"

@@ -15,7 +15,7 @@ source bench/server.sh
 # run_sysbench THREADS -> "queries cpu_seconds"
 run_sysbench() {
   local out
-  out=$( { /usr/bin/time -f "CPU %U %S" "${SB[@]}" --threads="$1" --time="$SECS" run; } 2>&1 )
+  out=$( { "${LOAD_PIN[@]}" /usr/bin/time -f "CPU %U %S" "${SB[@]}" --threads="$1" --time="$SECS" run; } 2>&1 )
   local q cpu
   q=$(echo "$out" | awk '/queries:/ {print $2; exit}')
   cpu=$(echo "$out" | awk '/^CPU/ {print $2 + $3}')
@@ -24,8 +24,8 @@ run_sysbench() {
 # run_dbtax THREADS -> "queries cpu_seconds"
 run_dbtax() {
   local out
-  out=$( { /usr/bin/time -f "CPU %U %S" "$DBTAX" bench --target "mysql://root@localhost/sbtest?socket=$SOCK" \
-      --workload point-select --tables 4 --threads "$1" --duration "${SECS}s" --warmup 0s --json; } 2>&1 )
+  out=$( { "${LOAD_PIN[@]}" /usr/bin/time -f "CPU %U %S" "$DBTAX" bench --target "mysql://root@localhost/sbtest?socket=$SOCK" \
+      --workload point-select --tables 4 --threads "$1" --duration "${SECS}s" --warmup 0s --json ${DBTAX_ARGS:-}; } 2>&1 )
   local q cpu
   q=$(echo "$out" | awk -F'[:,]' '/"queries"/ {gsub(/ /,"",$2); print $2; exit}')
   cpu=$(echo "$out" | awk '/^CPU/ {print $2 + $3}')

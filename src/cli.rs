@@ -191,6 +191,8 @@ pub struct BenchArgs {
     pub rate: RateArgs,
     #[command(flatten)]
     pub agents: AgentArgs,
+    #[command(flatten)]
+    pub clients: ClientArgs,
     /// Print one JSON object (DESIGN.md field names) instead of the summary.
     #[arg(long)]
     pub json: bool,
@@ -223,6 +225,16 @@ pub struct AgentArgs {
     /// The server's URL as the agents must reach it (default: the one this process uses).
     #[arg(long, value_name = "URL")]
     pub agent_target: Option<String>,
+}
+
+/// How this process's own clients run.
+#[derive(Debug, Args, Clone, Default)]
+pub struct ClientArgs {
+    /// Drive the connections from N threads, each multiplexing its share through epoll
+    /// (pgbench's model); 0: one thread per connection. Default: one thread for a single
+    /// connection, from 2 the event loop on as many threads as the load's CPUs.
+    #[arg(long, value_name = "N")]
+    pub client_threads: Option<u32>,
 }
 
 /// Open loop: a fixed rate instead of as fast as the server answers.
@@ -334,6 +346,8 @@ pub struct RunArgs {
     pub open: RateArgs,
     #[command(flatten)]
     pub agents: AgentArgs,
+    #[command(flatten)]
+    pub clients: ClientArgs,
     /// Print the plan and the exact statements; change nothing.
     #[arg(long)]
     pub dry_run: bool,

@@ -1,10 +1,12 @@
 //! The load generator, behind one seam: a `Load` runs a trial's load and measures the server
-//! around its window. `LocalLoad` is this process's own workers (one OS thread and one
-//! connection per client: `worker`, `trial`); the agents' pool (`agent::Pool`) is another
+//! around its window. `LocalLoad` is this process's own workers: one blocking thread per
+//! connection (`worker`) or a few threads each multiplexing many connections through epoll
+//! (`evented`), chosen by `execution`; `trial` runs either. The agents' pool (`agent::Pool`) is another
 //! `Load`, on other hosts. A trial plan is plain data. What every `Load` shares: the measuring
 //! window's loop (`window`), the readings around it (`measure`) and the merge of reports into
 //! a `Trial` (`summary`). Nothing here knows the agents.
 
+pub mod evented;
 pub mod measure;
 pub mod schedule;
 pub mod settle;
@@ -21,6 +23,52 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 pub use schedule::{Arrival, Rate};
+
+/// How this process's clients run (`--client-threads`): 0 = decide by the connection count,
+/// 1 + N = the event loop on N threads, `THREAD_PER_CONNECTION` = one thread each.
+static CLIENT_THREADS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+const THREAD_PER_CONNECTION: usize = usize::MAX;
+
+/// How the clients of a trial run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Execution {
+    /// One OS thread per connection, blocking.
+    ThreadPerConnection,
+    /// This many threads, each driving its share of the connections through epoll.
+    EventLoop(usize),
+}
+
+/// `--client-threads`: None decides by the connection count; Some(0) one thread per
+/// connection; Some(n) the event loop on n threads.
+pub fn set_client_threads(n: Option<u32>) {
+    let v = match n {
+        None => 0,
+        Some(0) => THREAD_PER_CONNECTION,
+        Some(n) => 1 + n as usize,
+    };
+    CLIENT_THREADS.store(v, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Connections from which the event loop wins when nothing is asked. Measured against
+/// pgbench (README, "Against pgbench"): one thread per connection spends less per
+/// transaction with one connection (no epoll call between the write and the read), the
+/// event loop from 8 up (at 8, 0.88× pgbench's CPU against 1.22–1.31×).
+pub const EVENT_LOOP_FROM: usize = 2;
+
+/// The CPUs this process may run on (its affinity: the load's CPUs when pinned).
+fn allowed_cpus() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// How `connections` clients run here.
+pub fn execution(connections: usize) -> Execution {
+    match CLIENT_THREADS.load(std::sync::atomic::Ordering::Relaxed) {
+        THREAD_PER_CONNECTION => Execution::ThreadPerConnection,
+        0 if connections < EVENT_LOOP_FROM => Execution::ThreadPerConnection,
+        0 => Execution::EventLoop(allowed_cpus().clamp(1, connections)),
+        n => Execution::EventLoop((n - 1).clamp(1, connections)),
+    }
+}
 
 /// How to run one trial: plain data.
 #[derive(Debug, Clone, PartialEq)]
@@ -133,7 +181,7 @@ pub trait Load {
     }
 }
 
-/// This process's own workers: one thread and one connection per client.
+/// This process's own workers (one connection per client; threads as `execution` says).
 #[derive(Debug, Default)]
 pub struct LocalLoad;
 

@@ -12,6 +12,7 @@ use super::window::{Phase, run_phase};
 use super::worker::{
     self, PHASE_MEASURE, PHASE_STOP, PHASE_WARMUP, Shared, WorkerReport, WorkerSetup,
 };
+use super::{Execution, evented};
 use super::{Target, TrialPlan, TrialProbes, TrialProgress};
 use crate::results::Trial;
 use crate::server::{Connector, ServerLost};
@@ -169,23 +170,44 @@ pub fn with_workers<R>(
             .map(|n| n / threads as u64 + u64::from((i as u64) < n % threads as u64))
     };
     let t0 = Instant::now();
-    let handles: Vec<_> = clients
-        .into_iter()
-        .enumerate()
-        .map(|(i, client)| {
-            let (shared, connector) = (shared.clone(), connector.clone());
-            let setup = WorkerSetup {
-                index: i,
-                quota: quota(i),
-                schedule: plan
-                    .rate
-                    .map(|r| Schedule::new(r.per_second, r.arrival, i, threads, seed)),
-                skip_late: plan.rate.and_then(|r| r.skip_late),
-                t0,
-            };
-            std::thread::spawn(move || worker::run_worker(setup, client, &connector, &shared))
-        })
-        .collect();
+    let mut clients = clients;
+    let model = match super::execution(threads) {
+        Execution::EventLoop(n) if evented::can_run(&mut clients) => n,
+        _ => 0,
+    };
+    let setups = clients.into_iter().enumerate().map(|(i, client)| {
+        let setup = WorkerSetup {
+            index: i,
+            quota: quota(i),
+            schedule: plan
+                .rate
+                .map(|r| Schedule::new(r.per_second, r.arrival, i, threads, seed)),
+            skip_late: plan.rate.and_then(|r| r.skip_late),
+            t0,
+        };
+        (setup, client)
+    });
+    let handles: Vec<_> = if model == 0 {
+        setups
+            .map(|(setup, client)| {
+                let (shared, connector) = (shared.clone(), connector.clone());
+                std::thread::spawn(move || worker::run_worker(setup, client, &connector, &shared))
+            })
+            .collect()
+    } else {
+        // Connections dealt round-robin over the loop's threads.
+        let mut shares: Vec<Vec<_>> = (0..model).map(|_| vec![]).collect();
+        for (i, c) in setups.enumerate() {
+            shares[i % model].push(c);
+        }
+        shares
+            .into_iter()
+            .map(|share| {
+                let (shared, connector) = (shared.clone(), connector.clone());
+                std::thread::spawn(move || evented::run(share, &connector, &shared))
+            })
+            .collect()
+    };
     let out = body(&shared, t0);
     shared.phase.store(PHASE_STOP, Ordering::SeqCst);
     let mut stopped_at: Option<Instant> = None;

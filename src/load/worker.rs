@@ -169,15 +169,73 @@ pub struct WorkerSetup {
 }
 
 /// The longest a waiting worker sleeps before it looks at the phase again.
-const NAP: Duration = Duration::from_millis(20);
+pub const NAP: Duration = Duration::from_millis(20);
 
 /// Make this thread's sleeps end on time: Linux lets a sleep overrun by the thread's timer
 /// slack (50 µs by default), which at a few thousand events per second per worker is most of
 /// the gap between two intended starts; the worker would then fall behind by sleeping.
-fn precise_sleep() {
+pub fn precise_sleep() {
     // SAFETY: prctl(PR_SET_TIMERSLACK) changes only the calling thread's timer slack.
     unsafe {
         libc::prctl(libc::PR_SET_TIMERSLACK, 1_000 as libc::c_ulong);
+    }
+}
+
+/// Rate mode: note how late a send at `start` is against its intended start (the worker's
+/// current lag, for the display); true when it is later than `--skip-late` allows, the
+/// event skipped (and counted when `measuring`).
+pub fn late(
+    report: &mut WorkerReport,
+    shared: &Shared,
+    setup: &WorkerSetup,
+    intended: Option<Instant>,
+    start: Instant,
+    measuring: bool,
+) -> bool {
+    let (Some(at), Some(open)) = (intended, report.open.as_mut()) else {
+        return false;
+    };
+    let lag = start.saturating_duration_since(at);
+    shared.lag_us[setup.index]
+        .0
+        .store(lag.as_micros() as u64, Ordering::Relaxed);
+    let skip = setup.skip_late.is_some_and(|limit| lag > limit);
+    if skip && measuring {
+        open.skipped += 1;
+    }
+    skip
+}
+
+/// When an event was meant to start and was sent, for counting it once answered.
+#[derive(Debug, Clone, Copy)]
+pub struct Sent {
+    /// The trial's start.
+    pub t0: Instant,
+    /// Rate mode: its intended start.
+    pub intended: Option<Instant>,
+    /// Its actual send.
+    pub start: Instant,
+}
+
+impl Sent {
+    /// A measured event of `n` statements answered at `done`: its latency (from the
+    /// intended start in rate mode), and in rate mode its service time and lag.
+    pub fn count(&self, report: &mut WorkerReport, shared: &Shared, n: u32, done: Instant) {
+        let from = self.intended.unwrap_or(self.start);
+        let us = done.saturating_duration_since(from).as_micros() as u64;
+        report.latency_us.saturating_record(us.max(1));
+        report.queries += n as u64;
+        report.events += 1;
+        if let (Some(at), Some(open)) = (self.intended, report.open.as_mut()) {
+            let service = done.saturating_duration_since(self.start).as_micros() as u64;
+            open.service_us.saturating_record(service.max(1));
+            let lag = self.start.saturating_duration_since(at).as_micros() as u64;
+            open.lag_us.saturating_record(lag.max(1));
+            if let Some(q) = shared.quarter(self.start.duration_since(self.t0)) {
+                open.lag_quarters[q].0 += lag as f64;
+                open.lag_quarters[q].1 += 1;
+            }
+        }
     }
 }
 
@@ -191,7 +249,8 @@ pub fn run_worker(
     let index = setup.index;
     let mut rng = Rng::from_time(index as u64 + 1);
     let mut report = WorkerReport::empty(setup.schedule.is_some());
-    let mut schedule = setup.schedule;
+    let mut setup = setup;
+    let mut schedule = setup.schedule.take();
     if schedule.is_some() {
         precise_sleep();
     }
@@ -221,39 +280,19 @@ pub fn run_worker(
         }
         let start = Instant::now();
         let measuring = phase == PHASE_MEASURE;
-        // Rate mode: how late this send is against its intended start.
-        let lag = intended.map(|at| start.duration_since(at));
-        if let (Some(lag), Some(open)) = (lag, report.open.as_mut()) {
-            shared.lag_us[index]
-                .0
-                .store(lag.as_micros() as u64, Ordering::Relaxed);
-            if setup.skip_late.is_some_and(|limit| lag > limit) {
-                if measuring {
-                    open.skipped += 1;
-                }
-                continue;
-            }
+        if late(&mut report, shared, &setup, intended, start, measuring) {
+            continue;
         }
         let outcome = client.event(&mut rng);
+        let sent = Sent {
+            t0: setup.t0,
+            intended,
+            start,
+        };
         match outcome {
             Ok(n) => {
                 if measuring {
-                    let done = Instant::now();
-                    let from = intended.unwrap_or(start);
-                    let us = done.duration_since(from).as_micros() as u64;
-                    report.latency_us.saturating_record(us.max(1));
-                    report.queries += n as u64;
-                    report.events += 1;
-                    if let (Some(lag), Some(open)) = (lag, report.open.as_mut()) {
-                        let service = done.duration_since(start).as_micros() as u64;
-                        open.service_us.saturating_record(service.max(1));
-                        let lag = lag.as_micros() as u64;
-                        open.lag_us.saturating_record(lag.max(1));
-                        if let Some(q) = shared.quarter(start.duration_since(setup.t0)) {
-                            open.lag_quarters[q].0 += lag as f64;
-                            open.lag_quarters[q].1 += 1;
-                        }
-                    }
+                    sent.count(&mut report, shared, n, Instant::now());
                 }
             }
             Err(e) => {

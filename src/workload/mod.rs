@@ -7,6 +7,7 @@ pub mod oltp;
 pub mod pgbench;
 pub mod query;
 pub mod session;
+pub mod wire;
 
 use crate::error::usage;
 use crate::rng::Rng;
@@ -229,8 +230,31 @@ impl Client {
 
     /// Run one event (a statement, or a transaction); returns the statements executed.
     pub fn event(&mut self, rng: &mut Rng) -> Result<u32, DbError> {
-        let s = self.session.as_mut();
-        match &mut self.script {
+        self.script.event(self.session.as_mut(), rng)
+    }
+
+    /// A lean client's connection (None: a driver's, which only runs blocking).
+    pub fn conn(&mut self) -> Option<&mut wire::Conn> {
+        self.session.lean()
+    }
+
+    /// A lean client's next event, its requests encoded into `requests` without running
+    /// them (the event loop sends them one by one); returns the statements it will run.
+    /// None for a driver's client.
+    pub fn plan(&mut self, rng: &mut Rng, requests: &mut wire::Requests) -> Option<u32> {
+        requests.clear();
+        let conn = self.session.lean()?;
+        let mut recorder = wire::Recorder {
+            protocol: conn.protocol.as_mut(),
+            requests,
+        };
+        self.script.event(&mut recorder, rng).ok()
+    }
+}
+
+impl Script {
+    fn event(&mut self, s: &mut dyn Session, rng: &mut Rng) -> Result<u32, DbError> {
+        match self {
             Script::Oltp(o) => o.event(s, rng),
             Script::Pgbench(p) => p.event(s, rng),
             Script::Query(q) => q.event(s),

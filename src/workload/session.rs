@@ -87,6 +87,10 @@ pub trait Session: Send {
     /// Roll back after a failed statement (a failure here is not reported: the statement's
     /// own error is).
     fn rollback(&mut self);
+    /// A lean client's connection, which the event loop can drive (None: a driver's).
+    fn lean(&mut self) -> Option<&mut super::wire::Conn> {
+        None
+    }
 }
 
 /// Run a transaction: begin, `body`, commit (roll back when the body fails). Returns the

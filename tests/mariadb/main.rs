@@ -6,6 +6,7 @@
 //! scenarios in order and prints libtest's summary line.
 
 mod bench;
+mod clients;
 #[path = "../common/mod.rs"]
 mod common;
 mod cpus;
@@ -167,6 +168,8 @@ fn main() {
         remote::logs_on_a_server_elsewhere_are_refused_unless_accepted,
         disturbance::a_cpu_hog_marks_its_blocks_disturbed_and_they_are_run_again,
         disturbance::the_quick_demo_reports_server_cpu_at_its_headline_and_no_other_clients,
+        clients::the_lean_clients_survive_big_rows_errors_and_killed_connections,
+        clients::the_lean_client_logs_in_with_a_password_over_tcp,
         ],
         || {
             let port = common::free_port();

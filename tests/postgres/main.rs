@@ -6,6 +6,7 @@
 //! start clusters of their own through dbtax.
 
 mod breaks;
+mod clients;
 #[path = "../common/mod.rs"]
 mod common;
 
@@ -510,5 +511,7 @@ fn dbtax_scenarios() -> &'static [common::Scenario<Ctx>] {
         breaks::a_table_the_login_may_not_read_is_refused_naming_the_grant,
         breaks::the_restart_hint_names_this_engines_managed_target,
         breaks::a_restart_only_setting_left_running_is_named_then_finished,
+        clients::the_lean_client_survives_big_rows_errors_and_terminated_backends,
+        clients::the_lean_client_logs_in_with_password_md5_and_scram,
     ]
 }

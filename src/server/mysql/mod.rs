@@ -9,6 +9,7 @@ pub mod managed;
 pub mod session;
 pub mod tables;
 pub mod url;
+pub mod wire;
 
 use super::catalog::Feature;
 use super::engines::{CpuScope, EngineDef, Opened};
@@ -172,8 +173,12 @@ impl Engine for MysqlEngine {
         self.client_dialer(schema).dial()
     }
 
+    /// The workers' clients: the lean protocol client (`wire`).
     fn dialer(&self, schema: &str) -> Arc<dyn Dialer> {
-        Arc::new(self.client_dialer(Some(schema)))
+        Arc::new(wire::MyWireDialer {
+            opts: self.client_dialer(Some(schema)).0,
+            timeout: CLIENT_TIMEOUT,
+        })
     }
 
     /// pgbench's scripts are PostgreSQL's: refused here with what to use instead.

@@ -11,6 +11,7 @@ pub mod managed;
 pub mod session;
 pub mod tables;
 pub mod url;
+pub mod wire;
 
 use super::catalog::Feature;
 use super::engines::{CpuScope, EngineDef, Opened};
@@ -55,6 +56,9 @@ pub static ENGINE: EngineDef = EngineDef {
 /// database, as its own tools use it.
 pub const ADMIN_DB: &str = "postgres";
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(20);
+/// How long a client's statement may wait for its answer (a user's query may be slow; a
+/// frozen server must not hang a worker for ever).
+const CLIENT_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Reach the user's server (or start a managed one); returns the engine, the server's
 /// version and the URL's database. A refused login is a usage error.
@@ -186,8 +190,12 @@ impl Engine for PgEngine {
         Ok(Box::new(s))
     }
 
+    /// The workers' clients: the lean protocol client (`wire`).
     fn dialer(&self, schema: &str) -> Arc<dyn Dialer> {
-        Arc::new(session::PgDialer(self.config(schema)))
+        Arc::new(wire::PgWireDialer {
+            config: self.config(schema),
+            timeout: CLIENT_TIMEOUT,
+        })
     }
 
     /// Privileges are checked when a statement runs, not when it is prepared: ask for them

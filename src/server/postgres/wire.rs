@@ -1,0 +1,423 @@
+//! PostgreSQL's lean load client: the frontend/backend protocol over a plain socket, messages
+//! encoded by `postgres-protocol` (the crate rust-postgres is built on), as pgbench -M
+//! prepared speaks it: each statement parsed once per connection (BEGIN and COMMIT too), then
+//! per query one write of Bind + Execute + Sync with the parameters as text (the server
+//! infers their types, as with libpq), and reads until ReadyForQuery; rows skipped where they
+//! arrive. Login: trust, password, md5 and SCRAM-SHA-256.
+
+use crate::workload::session::{DbError, Kind, Stmt, Value};
+use crate::workload::wire::{Conn, Protocol, Request, Step, Stream, io_lost, lost};
+use bytes::BytesMut;
+use postgres::config::Host;
+use postgres_protocol::authentication::{md5_hash, sasl};
+use postgres_protocol::message::frontend;
+use std::io::{Read, Write};
+use std::time::Duration;
+
+/// The lean client's protocol state.
+pub struct PgWire {
+    /// Statement names, by handle: `s0`, `s1`…
+    names: Vec<String>,
+    scratch: BytesMut,
+    /// Bytes of the current message still to skip (a row larger than what has arrived).
+    skip: usize,
+    /// The answer's error, reported at ReadyForQuery.
+    error: Option<DbError>,
+}
+
+/// BEGIN and COMMIT, prepared at login.
+const BEGIN: &str = "b";
+const COMMIT: &str = "c";
+
+impl PgWire {
+    fn new() -> PgWire {
+        PgWire {
+            names: vec![],
+            scratch: BytesMut::with_capacity(256),
+            skip: 0,
+            error: None,
+        }
+    }
+
+    /// Move what `postgres-protocol` encoded into `out`.
+    fn flush_into(&mut self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.scratch);
+        self.scratch.clear();
+    }
+
+    /// Bind + Execute + Sync of a named statement.
+    fn run(&mut self, name: &str, params: &[Value<'_>], out: &mut Vec<u8>) {
+        let bound = frontend::bind(
+            "",
+            name,
+            std::iter::empty(),
+            params.iter(),
+            |v, buf| {
+                match *v {
+                    Value::Int(i) => std::fmt::Write::write_fmt(buf, format_args!("{i}"))?,
+                    Value::Text(s) => buf.extend_from_slice(s.as_bytes()),
+                }
+                Ok(postgres_protocol::IsNull::No)
+            },
+            std::iter::empty(),
+            &mut self.scratch,
+        );
+        debug_assert!(bound.is_ok(), "text parameters always encode");
+        let _ = frontend::execute("", 0, &mut self.scratch);
+        frontend::sync(&mut self.scratch);
+        self.flush_into(out);
+    }
+}
+
+/// An ErrorResponse's fields as a `DbError` ("message (SQLSTATE code)"); FATAL and PANIC
+/// end the connection: lost.
+fn error_of(body: &[u8]) -> DbError {
+    let (mut message, mut code, mut severity) = ("", "", "");
+    for field in body.split(|&b| b == 0) {
+        if let Some((&t, v)) = field.split_first() {
+            let v = std::str::from_utf8(v).unwrap_or("?");
+            match t {
+                b'M' => message = v,
+                b'C' => code = v,
+                b'V' => severity = v,
+                b'S' if severity.is_empty() => severity = v,
+                _ => {}
+            }
+        }
+    }
+    let kind = match (severity, code) {
+        ("FATAL" | "PANIC", _) => Kind::Lost,
+        (_, "42601") => Kind::Syntax,
+        _ => Kind::Refused,
+    };
+    DbError {
+        message: format!("{message} (SQLSTATE {code})"),
+        kind,
+    }
+}
+
+impl Protocol for PgWire {
+    fn execute(&mut self, stmt: Stmt, params: &[Value<'_>], out: &mut Vec<u8>) {
+        let name = std::mem::take(&mut self.names[stmt]);
+        self.run(&name, params, out);
+        self.names[stmt] = name;
+    }
+
+    fn simple(&mut self, sql: &str, out: &mut Vec<u8>) {
+        let _ = frontend::query(sql, &mut self.scratch);
+        self.flush_into(out);
+    }
+
+    fn prepare(&mut self, sql: &str, out: &mut Vec<u8>) {
+        let name = format!("s{}", self.names.len());
+        let sql = super::session::number_placeholders(sql);
+        let _ = frontend::parse(&name, &sql, std::iter::empty(), &mut self.scratch);
+        frontend::sync(&mut self.scratch);
+        self.flush_into(out);
+        self.names.push(name);
+    }
+
+    fn begin(&mut self, out: &mut Vec<u8>) {
+        self.run(BEGIN, &[], out);
+    }
+
+    fn commit(&mut self, out: &mut Vec<u8>) {
+        self.run(COMMIT, &[], out);
+    }
+
+    fn expect(&mut self, _request: Request) {
+        self.skip = 0;
+        self.error = None;
+    }
+
+    fn feed(&mut self, input: &[u8]) -> (usize, Step) {
+        let mut at = 0;
+        loop {
+            if self.skip > 0 {
+                let n = self.skip.min(input.len() - at);
+                self.skip -= n;
+                at += n;
+                if self.skip > 0 {
+                    return (at, Step::More);
+                }
+            }
+            let rest = &input[at..];
+            if rest.len() < 5 {
+                return (at, Step::More);
+            }
+            let tag = rest[0];
+            let total = 1 + u32::from_be_bytes([rest[1], rest[2], rest[3], rest[4]]) as usize;
+            match tag {
+                b'Z' | b'E' if rest.len() < total => return (at, Step::More),
+                b'Z' => {
+                    let outcome = self.error.take().map_or(Ok(()), Err);
+                    return (at + total, Step::Done(outcome));
+                }
+                b'E' => {
+                    let e = error_of(&rest[5..total]);
+                    at += total;
+                    if e.lost() {
+                        return (at, Step::Done(Err(e)));
+                    }
+                    self.error.get_or_insert(e);
+                }
+                b'G' | b'W' => {
+                    let e = lost("COPY FROM STDIN is not something dbtax's clients send data for");
+                    return (input.len(), Step::Done(Err(e)));
+                }
+                // Rows, descriptions, completions, notices: skipped, even half-arrived.
+                _ => self.skip = total,
+            }
+        }
+    }
+
+    fn prepared(&mut self) -> Stmt {
+        self.names.len() - 1
+    }
+}
+
+/// Read one whole backend message while logging in: (tag, body).
+fn message(s: &mut Stream) -> std::io::Result<(u8, Vec<u8>)> {
+    let mut head = [0u8; 5];
+    s.read_exact(&mut head)?;
+    let len = u32::from_be_bytes([head[1], head[2], head[3], head[4]]) as usize;
+    let mut body = vec![0; len.saturating_sub(4)];
+    s.read_exact(&mut body)?;
+    Ok((head[0], body))
+}
+
+fn refused(message: impl Into<String>) -> DbError {
+    DbError {
+        message: message.into(),
+        kind: Kind::Refused,
+    }
+}
+
+/// Open a lean connection as `config` says (unix socket or TCP; no TLS), log in, prepare
+/// BEGIN and COMMIT. `timeout`: how long a statement's answer may take.
+pub fn connect(config: &postgres::Config, timeout: Duration) -> Result<Conn, DbError> {
+    let port = config.get_ports().first().copied().unwrap_or(5432);
+    let wait = config
+        .get_connect_timeout()
+        .copied()
+        .unwrap_or(Duration::from_secs(20));
+    let mut stream = match config.get_hosts().first() {
+        Some(Host::Unix(dir)) => Stream::unix(&dir.join(format!(".s.PGSQL.{port}")), wait),
+        Some(Host::Tcp(h)) => Stream::tcp(h, port, wait),
+        None => Stream::unix(
+            &std::path::Path::new("/var/run/postgresql").join(format!(".s.PGSQL.{port}")),
+            wait,
+        ),
+    }
+    .map_err(|e| lost(format!("error connecting to server: {e}")))?;
+    let user = config.get_user().unwrap_or("postgres");
+    let mut params = vec![("user", user), ("client_encoding", "UTF8")];
+    if let Some(db) = config.get_dbname() {
+        params.push(("database", db));
+    }
+    if let Some(app) = config.get_application_name() {
+        params.push(("application_name", app));
+    }
+    let mut buf = BytesMut::new();
+    let _ = frontend::startup_message(params.iter().copied(), &mut buf);
+    login(&mut stream, config, user, buf).map_err(|e| match e.kind {
+        Kind::Lost => e,
+        _ => DbError {
+            kind: Kind::Refused,
+            ..e
+        },
+    })?;
+    let mut first = BytesMut::new();
+    let _ = frontend::parse(BEGIN, "BEGIN", std::iter::empty(), &mut first);
+    let _ = frontend::parse(COMMIT, "COMMIT", std::iter::empty(), &mut first);
+    frontend::sync(&mut first);
+    let mut conn = Conn::new(stream, Box::new(PgWire::new()), timeout);
+    conn.request(&first, Request::Run)?;
+    Ok(conn)
+}
+
+/// The startup message in `buf`, then authentication until ReadyForQuery.
+fn login(
+    s: &mut Stream,
+    config: &postgres::Config,
+    user: &str,
+    mut buf: BytesMut,
+) -> Result<(), DbError> {
+    let password = || {
+        config.get_password().ok_or_else(|| {
+            refused(format!(
+                "password authentication failed: the server asks user \"{user}\" for a password \
+                 and the target gives none"
+            ))
+        })
+    };
+    let mut scram: Option<sasl::ScramSha256> = None;
+    loop {
+        if !buf.is_empty() {
+            s.write_all(&buf).map_err(io_lost)?;
+            buf.clear();
+        }
+        let (tag, body) = message(s).map_err(io_lost)?;
+        match tag {
+            b'R' => {
+                let code = body
+                    .get(..4)
+                    .map_or(-1, |c| i32::from_be_bytes([c[0], c[1], c[2], c[3]]));
+                let data = body.get(4..).unwrap_or_default();
+                match code {
+                    0 => {}
+                    3 => frontend::password_message(password()?, &mut buf).map_err(io_lost)?,
+                    5 if data.len() >= 4 => {
+                        let salt = [data[0], data[1], data[2], data[3]];
+                        let hash = md5_hash(user.as_bytes(), password()?, salt);
+                        frontend::password_message(hash.as_bytes(), &mut buf).map_err(io_lost)?;
+                    }
+                    10 => {
+                        let offered = data.split(|&b| b == 0).any(|m| m == b"SCRAM-SHA-256");
+                        if !offered {
+                            return Err(refused("the server offers no SASL mechanism dbtax knows"));
+                        }
+                        let sc = sasl::ScramSha256::new(
+                            password()?,
+                            sasl::ChannelBinding::unsupported(),
+                        );
+                        frontend::sasl_initial_response("SCRAM-SHA-256", sc.message(), &mut buf)
+                            .map_err(io_lost)?;
+                        scram = Some(sc);
+                    }
+                    11 | 12 => {
+                        let sc = scram
+                            .as_mut()
+                            .ok_or_else(|| refused("unexpected SASL message from the server"))?;
+                        let step = if code == 11 {
+                            sc.update(data)
+                        } else {
+                            sc.finish(data)
+                        };
+                        step.map_err(|e| refused(format!("SCRAM authentication failed: {e}")))?;
+                        if code == 11 {
+                            frontend::sasl_response(sc.message(), &mut buf).map_err(io_lost)?;
+                        }
+                    }
+                    other => {
+                        return Err(refused(format!(
+                            "the server asks for an authentication method dbtax's clients do \
+                             not speak (code {other})"
+                        )));
+                    }
+                }
+            }
+            b'E' => return Err(error_of(&body)),
+            b'Z' => return Ok(()),
+            _ => {}
+        }
+    }
+}
+
+/// Lean sessions with this configuration (the workers' clients).
+pub struct PgWireDialer {
+    /// Where and who.
+    pub config: postgres::Config,
+    /// How long an answer may take.
+    pub timeout: Duration,
+}
+
+impl crate::workload::session::Dialer for PgWireDialer {
+    fn dial(&self) -> Result<Box<dyn crate::workload::session::Session>, DbError> {
+        Ok(Box::new(connect(&self.config, self.timeout)?))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workload::wire::drive;
+
+    fn msg(tag: u8, body: &[u8]) -> Vec<u8> {
+        let mut m = vec![tag];
+        m.extend_from_slice(&(body.len() as u32 + 4).to_be_bytes());
+        m.extend_from_slice(body);
+        m
+    }
+
+    fn row(len: usize) -> Vec<u8> {
+        let mut body = 1u16.to_be_bytes().to_vec();
+        body.extend_from_slice(&(len as u32).to_be_bytes());
+        body.resize(body.len() + len, b'x');
+        msg(b'D', &body)
+    }
+
+    fn error(severity: &str, code: &str, text: &str) -> Vec<u8> {
+        let body = format!("S{severity}\0V{severity}\0C{code}\0M{text}\0\0");
+        msg(b'E', body.as_bytes())
+    }
+
+    #[test]
+    fn an_answer_completes_at_ready_for_query_however_it_arrives() {
+        let mut answer = msg(b'2', b"");
+        answer.extend(row(3_000_000));
+        answer.extend(row(5));
+        answer.extend(msg(b'C', b"SELECT 2\0"));
+        answer.extend(msg(b'Z', b"I"));
+        // A second answer behind it must be left alone.
+        let mut both = answer.clone();
+        both.extend(msg(b'Z', b"I"));
+        for chunk in [1, 3, 4096, both.len()] {
+            let bytes = if chunk == 1 { &answer[..] } else { &both[..] };
+            let mut p = PgWire::new();
+            p.expect(Request::Run);
+            let (outcome, used) = drive(&mut p, bytes, chunk).expect("completes");
+            assert!(outcome.is_ok(), "{chunk}");
+            assert_eq!(used, answer.len(), "{chunk}");
+        }
+    }
+
+    #[test]
+    fn errors_are_reported_at_ready_for_query_and_fatal_ones_at_once() {
+        let mut answer = msg(b'2', b"");
+        answer.extend(error("ERROR", "22012", "division by zero"));
+        answer.extend(msg(b'Z', b"I"));
+        for chunk in [1, 2, answer.len()] {
+            let mut p = PgWire::new();
+            p.expect(Request::Run);
+            let (outcome, used) = drive(&mut p, &answer, chunk).unwrap();
+            let e = outcome.unwrap_err();
+            assert_eq!(e.message, "division by zero (SQLSTATE 22012)");
+            assert_eq!(e.kind, Kind::Refused);
+            assert_eq!(used, answer.len());
+        }
+        let fatal = error(
+            "FATAL",
+            "57P01",
+            "terminating connection due to administrator command",
+        );
+        let mut p = PgWire::new();
+        p.expect(Request::Run);
+        let (outcome, _) = drive(&mut p, &fatal, 1).unwrap();
+        assert!(outcome.unwrap_err().lost());
+        let syntax = [error("ERROR", "42601", "syntax error"), msg(b'Z', b"I")].concat();
+        let (outcome, _) = drive(&mut p, &syntax, 7).unwrap();
+        assert_eq!(outcome.unwrap_err().kind, Kind::Syntax);
+    }
+
+    #[test]
+    fn one_query_is_one_bind_execute_sync_with_text_parameters() {
+        let mut p = PgWire::new();
+        let mut out = vec![];
+        p.prepare("SELECT c FROM t WHERE id = ? AND k = ?", &mut out);
+        assert!(String::from_utf8_lossy(&out).contains("SELECT c FROM t WHERE id = $1 AND k = $2"));
+        out.clear();
+        p.execute(0, &[Value::Int(-42), Value::Text("abc")], &mut out);
+        let tags: Vec<u8> = {
+            let (mut at, mut tags) = (0, vec![]);
+            while at < out.len() {
+                tags.push(out[at]);
+                at += 1 + u32::from_be_bytes(out[at + 1..at + 5].try_into().unwrap()) as usize;
+            }
+            tags
+        };
+        assert_eq!(tags, b"BES");
+        let text = String::from_utf8_lossy(&out);
+        assert!(text.contains("-42") && text.contains("abc"), "{text}");
+    }
+}

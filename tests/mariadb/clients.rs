@@ -1,0 +1,126 @@
+//! The lean clients (`workload::wire`, `server::mysql::wire`) against the real server, in
+//! both execution models (one thread per connection; the event loop): a row over 1 MB read
+//! and skipped, an error the server answers counted by its words while the run goes on,
+//! connections killed in the middle of a query reconnected, a password login over TCP.
+//! Clear errors, no panic, no hang.
+
+use super::*;
+
+/// `--client-threads`: one thread per connection, then the event loop on two threads.
+pub(crate) const MODELS: [&str; 2] = ["0", "2"];
+
+/// `dbtax bench` of `query` for `secs` with 3 clients run as `model` says.
+fn bench_query(ctx: &Ctx, url: &str, query: &str, secs: &str, model: &str) -> Output {
+    ctx.run(&[
+        "bench",
+        "--target",
+        url,
+        "--query",
+        query,
+        "--threads",
+        "3",
+        "--duration",
+        secs,
+        "--warmup",
+        "0s",
+        "--client-threads",
+        model,
+        "--json",
+    ])
+}
+
+/// Kill every connection running `like` (as root) once, after `after`; returns how many.
+fn kill_running(socket: &Path, like: &str, after: Duration) -> std::thread::JoinHandle<u64> {
+    let (socket, like) = (socket.to_path_buf(), like.to_string());
+    std::thread::spawn(move || {
+        std::thread::sleep(after);
+        let mut root = common::root(&socket);
+        let ids: Vec<u64> = root
+            .query(format!(
+                "SELECT ID FROM information_schema.PROCESSLIST WHERE INFO LIKE '{like}%' \
+                 AND ID <> CONNECTION_ID()"
+            ))
+            .unwrap();
+        for id in &ids {
+            let _ = root.query_drop(format!("KILL CONNECTION {id}"));
+        }
+        ids.len() as u64
+    })
+}
+
+pub(crate) fn the_lean_clients_survive_big_rows_errors_and_killed_connections(ctx: &Ctx) {
+    ctx.root()
+        .query_drop("CREATE DATABASE IF NOT EXISTS t_clients")
+        .unwrap();
+    let url = ctx.url("t_clients");
+    for model in MODELS {
+        // A 3 MB row per statement: read, skipped, counted.
+        let v = json_of(&bench_query(
+            ctx,
+            &url,
+            "SELECT REPEAT('x', 3000000)",
+            "1s",
+            model,
+        ));
+        assert!(v["queries"].as_u64().unwrap() > 0, "{model}: {v}");
+        assert_eq!(v["errors"], 0, "{model}: {v}");
+
+        // Half the statements answered with an error: counted by the server's words; the
+        // connection goes on (no reconnect needed, the other half succeeds).
+        let v = json_of(&bench_query(
+            ctx,
+            &url,
+            "SELECT IF(RAND() < 0.5, 1, (SELECT 1 UNION SELECT 2))",
+            "1s",
+            model,
+        ));
+        let errors = v["errors"].as_u64().unwrap();
+        let queries = v["queries"].as_u64().unwrap();
+        assert!(errors > 0 && queries > 0, "{model}: {v}");
+        assert_eq!(
+            v["error_messages"]["Subquery returns more than 1 row (error 1242)"], errors,
+            "{model}: {v}"
+        );
+
+        // Connections killed mid-query: the failures named, the clients connect again and
+        // the trial completes.
+        let killer = kill_running(&ctx.socket, "SELECT SLEEP", Duration::from_millis(900));
+        let started = Instant::now();
+        let o = bench_query(ctx, &url, "SELECT SLEEP(0.2)", "2s", model);
+        let killed = killer.join().unwrap();
+        assert!(killed > 0, "{model}: nothing to kill");
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "{model}: too slow"
+        );
+        let v = json_of(&o);
+        // 3 clients × 5 statements a second for 2 s: about 30 when they connect again, at
+        // most 3 × 5 (the kill lands within the first second) when they do not.
+        assert!(v["queries"].as_u64().unwrap() >= 20, "{model}: {v}");
+        assert_eq!(v["errors"].as_u64(), Some(killed), "{model}: {v}");
+        // MariaDB closes a killed connection without a word (MySQL sends error 1927 first).
+        let messages = v["error_messages"].to_string();
+        assert!(
+            messages.contains("the server closed the connection")
+                || messages.contains("Connection was killed"),
+            "{model}: {v}"
+        );
+    }
+}
+
+pub(crate) fn the_lean_client_logs_in_with_a_password_over_tcp(ctx: &Ctx) {
+    let mut root = ctx.root();
+    root.query_drop("CREATE DATABASE IF NOT EXISTS t_clients")
+        .unwrap();
+    root.query_drop("CREATE USER IF NOT EXISTS 'lean'@'127.0.0.1' IDENTIFIED BY 's3cret;pw'")
+        .unwrap();
+    root.query_drop("GRANT ALL ON t_clients.* TO 'lean'@'127.0.0.1'")
+        .unwrap();
+    let url = format!("mysql://lean:s3cret%3Bpw@127.0.0.1:{}/t_clients", ctx.port);
+    for model in MODELS {
+        let v = json_of(&bench_query(ctx, &url, "SELECT 1", "0.5s", model));
+        assert!(v["queries"].as_u64().unwrap() > 0, "{model}: {v}");
+        assert_eq!(v["errors"], 0, "{model}: {v}");
+    }
+    root.query_drop("DROP USER 'lean'@'127.0.0.1'").unwrap();
+}

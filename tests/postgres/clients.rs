@@ -1,0 +1,139 @@
+//! The lean client (`server::postgres::wire`) against the real cluster, in both execution
+//! models: a row over 1 MB skipped, an error answered counted by its words, backends
+//! terminated mid-query reconnected, and the logins a user's server asks for (password, md5,
+//! SCRAM-SHA-256) over TCP. Clear errors, no panic, no hang.
+
+use super::*;
+
+/// `--client-threads`: one thread per connection, then the event loop on two threads.
+const MODELS: [&str; 2] = ["0", "2"];
+
+fn bench_query(ctx: &Ctx, url: &str, query: &str, secs: &str, model: &str) -> Output {
+    ctx.run(&[
+        "bench",
+        "--target",
+        url,
+        "--query",
+        query,
+        "--threads",
+        "3",
+        "--duration",
+        secs,
+        "--warmup",
+        "0s",
+        "--client-threads",
+        model,
+        "--json",
+    ])
+}
+
+fn json_of(o: &Output) -> serde_json::Value {
+    ok(o);
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {}", text(o)))
+}
+
+pub(crate) fn the_lean_client_survives_big_rows_errors_and_terminated_backends(ctx: &Ctx) {
+    let url = ctx.url("postgres");
+    for model in MODELS {
+        let v = json_of(&bench_query(
+            ctx,
+            &url,
+            "SELECT repeat('x', 3000000)",
+            "1s",
+            model,
+        ));
+        assert!(v["queries"].as_u64().unwrap() > 0, "{model}: {v}");
+        assert_eq!(v["errors"], 0, "{model}: {v}");
+
+        let v = json_of(&bench_query(
+            ctx,
+            &url,
+            "SELECT 1 / (random() < 0.5)::int",
+            "1s",
+            model,
+        ));
+        let errors = v["errors"].as_u64().unwrap();
+        assert!(
+            errors > 0 && v["queries"].as_u64().unwrap() > 0,
+            "{model}: {v}"
+        );
+        assert_eq!(
+            v["error_messages"]["division by zero (SQLSTATE 22012)"], errors,
+            "{model}: {v}"
+        );
+
+        let config = ctx.server.config("postgres");
+        let killer = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(900));
+            let mut c = config.connect(postgres::NoTls).unwrap();
+            let row = c
+                .query_one(
+                    "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity \
+                     WHERE query LIKE 'SELECT pg_sleep%' AND pid <> pg_backend_pid()",
+                    &[],
+                )
+                .unwrap();
+            row.get::<_, i64>(0)
+        });
+        let started = Instant::now();
+        let o = bench_query(ctx, &url, "SELECT pg_sleep(0.2)", "2s", model);
+        let killed = killer.join().unwrap() as u64;
+        assert!(killed > 0, "{model}: nothing to terminate");
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "{model}: too slow"
+        );
+        let v = json_of(&o);
+        // 3 clients × 5 statements a second for 2 s: about 30 when they connect again, at
+        // most 3 × 5 (the kill lands within the first second) when they do not.
+        assert!(v["queries"].as_u64().unwrap() >= 20, "{model}: {v}");
+        assert_eq!(v["errors"].as_u64(), Some(killed), "{model}: {v}");
+        let messages = v["error_messages"].to_string();
+        assert!(
+            messages.contains("terminating connection due to administrator command"),
+            "{model}: {v}"
+        );
+    }
+}
+
+pub(crate) fn the_lean_client_logs_in_with_password_md5_and_scram(ctx: &Ctx) {
+    let hba = ctx.server.datadir().join("pg_hba.conf");
+    let before = std::fs::read(&hba).unwrap();
+    let mut lines = String::new();
+    let mut c = ctx.sql("postgres");
+    for (user, method) in [
+        ("lean_pass", "password"),
+        ("lean_md5", "md5"),
+        ("lean_scram", "scram-sha-256"),
+    ] {
+        let encryption = if method == "md5" {
+            "md5"
+        } else {
+            "scram-sha-256"
+        };
+        c.batch_execute(&format!(
+            "SET password_encryption = '{encryption}'; \
+             DROP ROLE IF EXISTS {user}; CREATE ROLE {user} LOGIN PASSWORD 'pw;{user}'"
+        ))
+        .unwrap();
+        lines.push_str(&format!("host all {user} 127.0.0.1/32 {method}\n"));
+    }
+    // First match wins: these lines before the cluster's own.
+    let mut text = lines.into_bytes();
+    text.extend_from_slice(&before);
+    std::fs::write(&hba, text).unwrap();
+    c.batch_execute("SELECT pg_reload_conf()").unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let port = ctx.server.port();
+    for user in ["lean_pass", "lean_md5", "lean_scram"] {
+        let url = format!("postgres://{user}:pw%3B{user}@127.0.0.1:{port}/postgres");
+        for model in MODELS {
+            let v = json_of(&bench_query(ctx, &url, "SELECT 1", "0.5s", model));
+            assert!(v["queries"].as_u64().unwrap() > 0, "{user} {model}: {v}");
+            assert_eq!(v["errors"], 0, "{user} {model}: {v}");
+        }
+    }
+    std::fs::write(&hba, before).unwrap();
+    c.batch_execute("SELECT pg_reload_conf(); DROP ROLE lean_pass, lean_md5, lean_scram")
+        .unwrap();
+}
