@@ -31,6 +31,10 @@ test-deps: deps
 	  echo "Installing openssh-server and iproute2 with apt-get (the agents' tests)..."; \
 	  $(APT) update -q && $(APT) install -y -q openssh-server openssh-client iproute2; \
 	}
+	@command -v openssl >/dev/null 2>&1 || { \
+	  echo "Installing openssl with apt-get (the TLS test makes its certificates)..."; \
+	  $(APT) update -q && $(APT) install -y -q openssl; \
+	}
 
 build:
 	$(CARGO) build --release

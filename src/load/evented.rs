@@ -97,9 +97,11 @@ impl Drop for Poller {
     }
 }
 
-/// Whether every client can run under the event loop (lean connections).
+/// Whether every client can run under the event loop (lean connections, not TLS).
 pub fn can_run(clients: &mut [Client]) -> bool {
-    clients.iter_mut().all(|c| c.conn().is_some())
+    clients
+        .iter_mut()
+        .all(|c| c.conn().is_some_and(|c| !c.stream.is_tls()))
 }
 
 /// Run these clients on this thread until the phase says stop (each until its quota in
@@ -398,7 +400,11 @@ fn complete(
                 sent.count(report, shared, slot.statements, Instant::now());
                 counted = u64::from(slot.statements);
             }
-            Err(e) => *report.errors.entry(e.message).or_default() += 1,
+            Err(e) => {
+                // Counted against the quota too: a statement that always fails must end.
+                *report.errors.entry(e.message).or_default() += 1;
+                counted = 1;
+            }
         }
     }
     slot.all_events += 1;

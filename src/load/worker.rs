@@ -239,7 +239,8 @@ impl Sent {
     }
 }
 
-/// Run events until the phase says stop, or the quota of statements has been measured.
+/// Run events until the phase says stop, or the quota of statements has been measured (a
+/// failed event counts as one: a statement that always fails must not run for ever).
 pub fn run_worker(
     setup: WorkerSetup,
     mut client: Client,
@@ -312,7 +313,8 @@ pub fn run_worker(
         }
         all_events += 1;
         counter.store(all_events, Ordering::Relaxed);
-        if setup.quota.is_some_and(|q| report.queries >= q) {
+        let failed: u64 = report.errors.values().sum();
+        if setup.quota.is_some_and(|q| report.queries + failed >= q) {
             break;
         }
     }

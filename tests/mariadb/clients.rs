@@ -82,6 +82,27 @@ pub(crate) fn the_lean_clients_survive_big_rows_errors_and_killed_connections(ct
             "{model}: {v}"
         );
 
+        // A fixed number of statements that all fail ends (failures count), in words.
+        let o = ctx.run(&[
+            "bench",
+            "--target",
+            &url,
+            "--query",
+            "SELECT (SELECT 1 UNION SELECT 2)",
+            "--queries",
+            "20",
+            "--threads",
+            "3",
+            "--client-threads",
+            model,
+        ]);
+        assert_eq!(o.status.code(), Some(1), "{model}: {}", text(&o));
+        assert!(
+            text(&o).contains("every query of the trial failed: Subquery returns more than 1 row"),
+            "{model}: {}",
+            text(&o)
+        );
+
         // Connections killed mid-query: the failures named, the clients connect again and
         // the trial completes.
         let killer = kill_running(&ctx.socket, "SELECT SLEEP", Duration::from_millis(900));

@@ -513,5 +513,6 @@ fn dbtax_scenarios() -> &'static [common::Scenario<Ctx>] {
         breaks::a_restart_only_setting_left_running_is_named_then_finished,
         clients::the_lean_client_survives_big_rows_errors_and_terminated_backends,
         clients::the_lean_client_logs_in_with_password_md5_and_scram,
+        clients::a_tls_url_is_spoken_by_every_connection,
     ]
 }

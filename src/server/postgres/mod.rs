@@ -10,6 +10,7 @@ pub mod catalog;
 pub mod managed;
 pub mod session;
 pub mod tables;
+pub mod tls;
 pub mod url;
 pub mod wire;
 
@@ -25,6 +26,7 @@ use managed::PgManaged;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
+use tls::Tls;
 use url::PgUrl;
 
 /// PostgreSQL's row of the engine table.
@@ -68,12 +70,22 @@ fn open(spec: &TargetSpec, config: &ManagedConfig) -> Result<Opened> {
             shown: spec.redacted(),
             managed: Some(PgManaged::start(config)?),
             url: None,
+            tls: None,
         },
-        Some(text) => PgEngine {
-            shown: spec.redacted(),
-            managed: None,
-            url: Some(PgUrl::parse(text)?),
-        },
+        Some(text) => {
+            let url = PgUrl::parse(text)?;
+            // libpq's rule: no TLS on a unix socket, whatever sslmode says.
+            let tls = match (url.ssl, &url.socket_dir) {
+                (Some(mode), None) => Some(Tls::new(mode, url.sslrootcert.as_deref())?),
+                _ => None,
+            };
+            PgEngine {
+                shown: spec.redacted(),
+                managed: None,
+                url: Some(url),
+                tls,
+            }
+        }
     };
     let db = engine.url.as_ref().and_then(|u| u.db.clone());
     let mut conn = engine.connect_admin().map_err(|e| {
@@ -98,6 +110,19 @@ pub struct PgEngine {
     managed: Option<PgManaged>,
     /// The user's URL (None: managed).
     url: Option<PgUrl>,
+    /// TLS, when the URL asks for it.
+    tls: Option<Tls>,
+}
+
+/// Connect with rust-postgres, over TLS when `tls` says.
+pub fn connect_with(
+    config: &postgres::Config,
+    tls: Option<&Tls>,
+) -> Result<postgres::Client, postgres::Error> {
+    match tls {
+        Some(t) => config.connect(t.connector()),
+        None => config.connect(postgres::NoTls),
+    }
 }
 
 impl PgEngine {
@@ -123,7 +148,7 @@ impl PgEngine {
 
     /// A connection to a database.
     fn connect(&self, db: &str) -> Result<postgres::Client, postgres::Error> {
-        self.config(db).connect(postgres::NoTls)
+        connect_with(&self.config(db), self.tls.as_ref())
     }
 
     /// An admin connection: to the maintenance database, else the URL's.
@@ -173,17 +198,20 @@ impl Engine for PgEngine {
             .connect_admin()
             .map_err(|e| anyhow::Error::from(ServerLost(clean_error(&e))))?;
         let base = self.config(ADMIN_DB);
-        Ok(Box::new(admin::PgAdmin::new(conn, base)))
+        Ok(Box::new(admin::PgAdmin::new(conn, base, self.tls.clone())))
     }
 
     /// In dbtax's database; without one, where admin connections go (the maintenance
     /// database, else the URL's).
     fn session(&self, schema: Option<&str>) -> Result<Box<dyn Session>, DbError> {
-        let first = session::PgSession::connect(&self.config(schema.unwrap_or(ADMIN_DB)));
+        let first = session::PgSession::connect(
+            self.tls.as_ref(),
+            &self.config(schema.unwrap_or(ADMIN_DB)),
+        );
         let url_db = self.url.as_ref().and_then(|u| u.db.as_deref());
         let s = match (first, schema, url_db) {
             (Err(_), None, Some(db)) if db != ADMIN_DB => {
-                session::PgSession::connect(&self.config(db))?
+                session::PgSession::connect(self.tls.as_ref(), &self.config(db))?
             }
             (first, _, _) => first?,
         };
@@ -195,6 +223,7 @@ impl Engine for PgEngine {
         Arc::new(wire::PgWireDialer {
             config: self.config(schema),
             timeout: CLIENT_TIMEOUT,
+            tls: self.tls.clone(),
         })
     }
 
@@ -330,6 +359,8 @@ impl Engine for PgEngine {
                     socket_dir: Some(m.socket_dir()),
                     connect_timeout: None,
                     application_name: None,
+                    ssl: None,
+                    sslrootcert: None,
                 };
                 TargetSpec::from_parsed(&ENGINE, u.parsed())
             }

@@ -5,7 +5,7 @@
 //! become `DbError`s here.
 
 use super::clean_error;
-use crate::workload::session::{DbError, Dialer, Kind, Session, Stmt, Value};
+use crate::workload::session::{DbError, Kind, Session, Stmt, Value};
 use bytes::BytesMut;
 use postgres::types::{IsNull, ToSql, Type, to_sql_checked};
 
@@ -67,15 +67,6 @@ impl ToSql for Value<'_> {
     to_sql_checked!();
 }
 
-/// Sessions with this configuration.
-pub struct PgDialer(pub postgres::Config);
-
-impl Dialer for PgDialer {
-    fn dial(&self) -> Result<Box<dyn Session>, DbError> {
-        Ok(Box::new(PgSession::connect(&self.0)?))
-    }
-}
-
 /// One connection and the statements prepared on it.
 pub struct PgSession {
     conn: postgres::Client,
@@ -86,9 +77,12 @@ pub struct PgSession {
 
 impl PgSession {
     /// Open a connection with this configuration.
-    pub fn connect(config: &postgres::Config) -> Result<PgSession, DbError> {
+    pub fn connect(
+        tls: Option<&super::tls::Tls>,
+        config: &postgres::Config,
+    ) -> Result<PgSession, DbError> {
         Ok(PgSession {
-            conn: config.connect(postgres::NoTls).map_err(db_error)?,
+            conn: super::connect_with(config, tls).map_err(db_error)?,
             statements: vec![],
             transaction: None,
         })

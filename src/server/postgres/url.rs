@@ -1,11 +1,12 @@
 //! PostgreSQL URLs as libpq and psql take them: `postgres://user:pass@host:port/db` and
 //! `postgresql://…`, an empty host (`postgres://user@/db?host=/socket/dir`), and libpq's URI
 //! parameters `host` (a socket folder when it starts with '/', else a host name), `port`,
-//! `user`, `password`, `dbname`, `sslmode`, `connect_timeout` and `application_name`, which
-//! override the parts before them. dbtax's connections do not speak TLS yet: an `sslmode`
-//! that requires it is refused in words.
+//! `user`, `password`, `dbname`, `sslmode`, `sslrootcert`, `connect_timeout` and
+//! `application_name`, which override the parts before them. `sslmode=require`, `verify-ca`
+//! and `verify-full` connect over TLS (`tls`); the others do not.
 
-use crate::server::url::{ParsedUrl, decode, encode, tls_mode};
+use super::tls::SslMode;
+use crate::server::url::{ParsedUrl, decode, encode};
 use anyhow::{Result, bail};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -29,6 +30,10 @@ pub struct PgUrl {
     pub connect_timeout: Option<Duration>,
     /// `application_name=`.
     pub application_name: Option<String>,
+    /// `sslmode=` when it asks for TLS.
+    pub ssl: Option<SslMode>,
+    /// `sslrootcert=`: the root certificate that verify-ca and verify-full check against.
+    pub sslrootcert: Option<PathBuf>,
 }
 
 impl std::fmt::Debug for PgUrl {
@@ -75,6 +80,8 @@ impl PgUrl {
             socket_dir: None,
             connect_timeout: None,
             application_name: None,
+            ssl: None,
+            sslrootcert: None,
         };
         for (k, v) in parsed.query_pairs() {
             let v = v.into_owned();
@@ -92,12 +99,8 @@ impl PgUrl {
                 "user" => u.user = v,
                 "password" => u.password = Some(v),
                 "dbname" => u.db = Some(v).filter(|d| !d.is_empty()),
-                "sslmode" => tls_mode(
-                    "sslmode",
-                    &v,
-                    &["disable", "allow", "prefer"],
-                    &["require", "verify-ca", "verify-full"],
-                )?,
+                "sslmode" => u.ssl = SslMode::parse(&v)?,
+                "sslrootcert" => u.sslrootcert = Some(PathBuf::from(v)),
                 "connect_timeout" => {
                     let secs: u64 = v.parse().map_err(|_| {
                         anyhow::anyhow!("connect_timeout={v} is not a number of seconds")
@@ -107,7 +110,8 @@ impl PgUrl {
                 "application_name" => u.application_name = Some(v),
                 other => bail!(
                     "unknown parameter '{other}' (dbtax takes libpq's host, port, user, \
-                     password, dbname, sslmode, connect_timeout and application_name)"
+                     password, dbname, sslmode, sslrootcert, connect_timeout and \
+                     application_name)"
                 ),
             }
         }
@@ -139,6 +143,12 @@ impl PgUrl {
         }
         if let Some(a) = &self.application_name {
             params.push(format!("application_name={}", encode(a)));
+        }
+        if let Some(m) = self.ssl {
+            params.push(format!("sslmode={}", m.name()));
+        }
+        if let Some(r) = &self.sslrootcert {
+            params.push(format!("sslrootcert={}", encode(&r.to_string_lossy())));
         }
         let query = if params.is_empty() {
             String::new()
@@ -186,6 +196,9 @@ impl PgUrl {
         }
         if let Some(a) = &self.application_name {
             c.application_name(a);
+        }
+        if self.ssl.is_some() {
+            c.ssl_mode(postgres::config::SslMode::Require);
         }
         c
     }
@@ -239,8 +252,11 @@ mod tests {
         assert_eq!(u.password.as_deref(), Some("s&c"));
         assert!(!u.redacted().contains("s&c"));
         assert_eq!(PgUrl::parse(&u.text(true)).unwrap(), u);
-        let e = PgUrl::parse("postgres://u:pw@h/db?sslmode=verify-full").unwrap_err();
-        assert!(format!("{e:#}").contains("TLS"), "{e:#}");
+        let u = PgUrl::parse("postgres://u:pw@h/db?sslmode=verify-full&sslrootcert=/etc/ca.crt")
+            .unwrap();
+        assert_eq!(u.ssl, Some(SslMode::VerifyFull));
+        assert_eq!(PgUrl::parse(&u.text(true)).unwrap(), u);
+        assert!(PgUrl::parse("postgres://u@h/db?sslmode=sometimes").is_err());
         assert!(PgUrl::parse("postgres://u@h/db?port=x").is_err());
     }
 }

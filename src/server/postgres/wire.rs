@@ -3,14 +3,16 @@
 //! prepared speaks it: each statement parsed once per connection (BEGIN and COMMIT too), then
 //! per query one write of Bind + Execute + Sync with the parameters as text (the server
 //! infers their types, as with libpq), and reads until ReadyForQuery; rows skipped where they
-//! arrive. Login: trust, password, md5 and SCRAM-SHA-256.
+//! arrive. Login: trust, password, md5 and SCRAM-SHA-256; TLS when the URL asks (`tls`).
 
+use super::tls::Tls;
 use crate::workload::session::{DbError, Kind, Stmt, Value};
 use crate::workload::wire::{Conn, Protocol, Request, Step, Stream, io_lost, lost};
 use bytes::BytesMut;
 use postgres::config::Host;
 use postgres_protocol::authentication::{md5_hash, sasl};
 use postgres_protocol::message::frontend;
+use rustls::pki_types::ServerName;
 use std::io::{Read, Write};
 use std::time::Duration;
 
@@ -193,9 +195,14 @@ fn refused(message: impl Into<String>) -> DbError {
     }
 }
 
-/// Open a lean connection as `config` says (unix socket or TCP; no TLS), log in, prepare
-/// BEGIN and COMMIT. `timeout`: how long a statement's answer may take.
-pub fn connect(config: &postgres::Config, timeout: Duration) -> Result<Conn, DbError> {
+/// Open a lean connection as `config` says (unix socket, TCP, or TLS over TCP when `tls` is
+/// given), log in, prepare BEGIN and COMMIT. `timeout`: how long a statement's answer may
+/// take.
+pub fn connect(
+    config: &postgres::Config,
+    tls: Option<&Tls>,
+    timeout: Duration,
+) -> Result<Conn, DbError> {
     let port = config.get_ports().first().copied().unwrap_or(5432);
     let wait = config
         .get_connect_timeout()
@@ -210,6 +217,9 @@ pub fn connect(config: &postgres::Config, timeout: Duration) -> Result<Conn, DbE
         ),
     }
     .map_err(|e| lost(format!("error connecting to server: {e}")))?;
+    if let (Some(tls), Some(Host::Tcp(host))) = (tls, config.get_hosts().first()) {
+        stream = start_tls(stream, tls, host)?;
+    }
     let user = config.get_user().unwrap_or("postgres");
     let mut params = vec![("user", user), ("client_encoding", "UTF8")];
     if let Some(db) = config.get_dbname() {
@@ -234,6 +244,26 @@ pub fn connect(config: &postgres::Config, timeout: Duration) -> Result<Conn, DbE
     let mut conn = Conn::new(stream, Box::new(PgWire::new()), timeout);
     conn.request(&first, Request::Run)?;
     Ok(conn)
+}
+
+/// Ask for TLS (SSLRequest) and, when the server agrees, shake hands for `host`.
+fn start_tls(mut stream: Stream, tls: &Tls, host: &str) -> Result<Stream, DbError> {
+    let mut req = BytesMut::new();
+    frontend::ssl_request(&mut req);
+    stream.write_all(&req).map_err(io_lost)?;
+    let mut answer = [0u8; 1];
+    stream.read_exact(&mut answer).map_err(io_lost)?;
+    if answer[0] != b'S' {
+        return Err(refused(format!(
+            "the server does not accept TLS connections (sslmode={}): it runs with ssl = off",
+            tls.mode.name()
+        )));
+    }
+    let name = ServerName::try_from(host.to_string())
+        .map_err(|e| refused(format!("{host} is not a name TLS can check: {e}")))?;
+    stream
+        .into_tls(tls.config.clone(), name)
+        .map_err(|e| refused(format!("TLS with the server failed: {e}")))
 }
 
 /// The startup message in `buf`, then authentication until ReadyForQuery.
@@ -320,11 +350,17 @@ pub struct PgWireDialer {
     pub config: postgres::Config,
     /// How long an answer may take.
     pub timeout: Duration,
+    /// TLS, when the URL asks for it.
+    pub tls: Option<Tls>,
 }
 
 impl crate::workload::session::Dialer for PgWireDialer {
     fn dial(&self) -> Result<Box<dyn crate::workload::session::Session>, DbError> {
-        Ok(Box::new(connect(&self.config, self.timeout)?))
+        Ok(Box::new(connect(
+            &self.config,
+            self.tls.as_ref(),
+            self.timeout,
+        )?))
     }
 }
 

@@ -153,6 +153,7 @@ impl Conn {
 
     fn send_and_wait(&mut self) -> Result<(), DbError> {
         self.stream.write_all(&self.out).map_err(io_lost)?;
+        self.stream.flush().map_err(io_lost)?;
         loop {
             if self.inbox.pending() > 0
                 && let Step::Done(r) = self.inbox.feed(self.protocol.as_mut())

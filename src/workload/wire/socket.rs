@@ -1,5 +1,6 @@
-//! A lean client's socket: a unix socket or TCP (no Nagle delay), blocking with timeouts while
-//! it logs in and when it runs as a `Session`, non-blocking under the event loop.
+//! A lean client's socket: a unix socket, TCP (no Nagle delay) or TLS over TCP (rustls),
+//! blocking with timeouts while it logs in and when it runs as a `Session`, non-blocking under
+//! the event loop (not TLS).
 
 use std::io::{self, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
@@ -8,12 +9,17 @@ use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::time::Duration;
 
+/// TLS over TCP (rustls).
+pub type TlsStream = rustls::StreamOwned<rustls::ClientConnection, TcpStream>;
+
 /// A connected socket.
 pub enum Stream {
     /// A unix socket.
     Unix(UnixStream),
     /// TCP.
     Tcp(TcpStream),
+    /// TLS over TCP; blocking only (one thread per connection).
+    Tls(Box<TlsStream>),
 }
 
 impl Stream {
@@ -53,15 +59,49 @@ impl Stream {
                 s.set_read_timeout(t)?;
                 s.set_write_timeout(t)
             }
+            Stream::Tls(s) => {
+                s.sock.set_read_timeout(t)?;
+                s.sock.set_write_timeout(t)
+            }
         }
     }
 
-    /// Switch to non-blocking reads and writes (the event loop).
+    /// Switch to non-blocking reads and writes (the event loop; not over TLS, whose
+    /// buffered records epoll cannot see).
     pub fn set_nonblocking(&self, on: bool) -> io::Result<()> {
         match self {
             Stream::Unix(s) => s.set_nonblocking(on),
             Stream::Tcp(s) => s.set_nonblocking(on),
+            Stream::Tls(_) => Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "TLS connections run blocking",
+            )),
         }
+    }
+
+    /// Encrypted: runs one thread per connection.
+    pub fn is_tls(&self) -> bool {
+        matches!(self, Stream::Tls(_))
+    }
+
+    /// Wrap this TCP connection in TLS for `name` and finish the handshake.
+    pub fn into_tls(
+        self,
+        config: std::sync::Arc<rustls::ClientConfig>,
+        name: rustls::pki_types::ServerName<'static>,
+    ) -> io::Result<Stream> {
+        let Stream::Tcp(tcp) = self else {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "TLS is for TCP connections",
+            ));
+        };
+        let conn = rustls::ClientConnection::new(config, name).map_err(io::Error::other)?;
+        let mut s = rustls::StreamOwned::new(conn, tcp);
+        while s.conn.is_handshaking() {
+            s.conn.complete_io(&mut s.sock)?;
+        }
+        Ok(Stream::Tls(Box::new(s)))
     }
 }
 
@@ -70,6 +110,7 @@ impl AsRawFd for Stream {
         match self {
             Stream::Unix(s) => s.as_raw_fd(),
             Stream::Tcp(s) => s.as_raw_fd(),
+            Stream::Tls(s) => s.sock.as_raw_fd(),
         }
     }
 }
@@ -79,6 +120,7 @@ impl Read for Stream {
         match self {
             Stream::Unix(s) => s.read(buf),
             Stream::Tcp(s) => s.read(buf),
+            Stream::Tls(s) => s.read(buf),
         }
     }
 }
@@ -88,10 +130,14 @@ impl Write for Stream {
         match self {
             Stream::Unix(s) => s.write(buf),
             Stream::Tcp(s) => s.write(buf),
+            Stream::Tls(s) => s.write(buf),
         }
     }
 
     fn flush(&mut self) -> io::Result<()> {
-        Ok(())
+        match self {
+            Stream::Tls(s) => s.flush(),
+            _ => Ok(()),
+        }
     }
 }

@@ -177,6 +177,6 @@ impl PgAdmin {
     fn journal_conn(&self, db: &str) -> Result<postgres::Client> {
         let mut c = self.base.clone();
         c.dbname(db);
-        c.connect(postgres::NoTls).map_err(db_error)
+        super::super::connect_with(&c, self.tls.as_ref()).map_err(db_error)
     }
 }

@@ -25,6 +25,8 @@ pub struct PgAdmin {
     conn: postgres::Client,
     /// How to reach other databases (the journal's copy).
     base: postgres::Config,
+    /// Over TLS when the URL asks.
+    tls: Option<super::tls::Tls>,
     /// Libraries this session tried to LOAD (so that their settings are known).
     loaded: BTreeSet<String>,
     superuser: Option<bool>,
@@ -46,10 +48,15 @@ fn failed(sql: &str, e: postgres::Error) -> anyhow::Error {
 
 impl PgAdmin {
     /// Wrap a connection; `base` reaches the server's other databases.
-    pub fn new(conn: postgres::Client, base: postgres::Config) -> Self {
+    pub fn new(
+        conn: postgres::Client,
+        base: postgres::Config,
+        tls: Option<super::tls::Tls>,
+    ) -> Self {
         PgAdmin {
             conn,
             base,
+            tls,
             loaded: BTreeSet::new(),
             superuser: None,
             status_read_at: None,
