@@ -235,7 +235,7 @@ impl Client {
 
     /// A lean client's connection (None: a driver's, which only runs blocking).
     pub fn conn(&mut self) -> Option<&mut wire::Conn> {
-        self.session.lean()
+        self.session.lean()?.downcast_mut()
     }
 
     /// A lean client's next event, its requests encoded into `requests` without running
@@ -243,7 +243,7 @@ impl Client {
     /// None for a driver's client.
     pub fn plan(&mut self, rng: &mut Rng, requests: &mut wire::Requests) -> Option<u32> {
         requests.clear();
-        let conn = self.session.lean()?;
+        let conn: &mut wire::Conn = self.session.lean()?.downcast_mut()?;
         let mut recorder = wire::Recorder {
             protocol: conn.protocol.as_mut(),
             requests,

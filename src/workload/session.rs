@@ -87,8 +87,9 @@ pub trait Session: Send {
     /// Roll back after a failed statement (a failure here is not reported: the statement's
     /// own error is).
     fn rollback(&mut self);
-    /// A lean client's connection, which the event loop can drive (None: a driver's).
-    fn lean(&mut self) -> Option<&mut super::wire::Conn> {
+    /// A lean client's connection (a `wire::Conn`), which the event loop can drive; None: a
+    /// driver's. (As `Any`: this module stays below `wire`.)
+    fn lean(&mut self) -> Option<&mut dyn std::any::Any> {
         None
     }
 }

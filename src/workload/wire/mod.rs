@@ -210,7 +210,7 @@ impl Session for Conn {
         let _ = self.round_trip(Request::Run);
     }
 
-    fn lean(&mut self) -> Option<&mut Conn> {
+    fn lean(&mut self) -> Option<&mut dyn std::any::Any> {
         Some(self)
     }
 }
