@@ -44,6 +44,8 @@ pub enum Command {
   dbtax bench --target 'mysql://root@localhost/test?socket=/run/mysqld/mysqld.sock'
   dbtax bench --target managed:postgres --workload select-only --threads 32
   dbtax bench --target 'postgres://postgres@/bench?host=/run/postgresql' --workload tpcb-like
+  dbtax bench --target 'postgres://app@db:5432/shop?sslmode=verify-full&sslrootcert=ca.crt'
+  dbtax bench --threads 128 --client-threads 0          one OS thread per connection, not the event loop
   dbtax bench --agents ssh://client1*3,ssh://client2 --threads 64 --target 'mysql://u:pw@db:3306/'")]
     Bench(Box<BenchArgs>),
     /// Run an experiment: variants × thread counts in interleaved, randomized blocks.

@@ -79,6 +79,9 @@ impl Tls {
         let chain = match mode {
             SslMode::Require => None,
             _ => {
+                if let Some(r) = root.filter(|r| !r.exists()) {
+                    return Err(usage(format!("sslrootcert={}: no such file", r.display())));
+                }
                 let path = root.map(Path::to_path_buf).or_else(default_root);
                 let path = path.filter(|p| p.exists()).ok_or_else(|| {
                     usage(format!(
