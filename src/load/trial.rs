@@ -95,9 +95,12 @@ pub fn run_local(
     });
     let (before, after, settled, halves) = outcome?;
     let client_cpu_us = after.client_cpu_us.saturating_sub(before.client_cpu_us);
+    // One report per OS thread that drove connections.
+    let load_threads = reports.len() as u32;
     let mut trial =
         super::summary::summarize(reports, &before, &after, plan.rate, client_cpu_us as f64)?;
     trial.settle_s = settled;
+    trial.load_threads = Some(load_threads);
     // The halves were counted in events: in statements, as `qps` is.
     let per_event = if trial.tps > 0.0 {
         trial.qps / trial.tps

@@ -71,6 +71,10 @@ pub struct Trial {
     pub latency_ms: LatencyMs,
     /// dbtax's own CPU (user + sys, all threads) per statement, µs.
     pub client_cpu_us_per_query: f64,
+    /// The OS threads of this process that drove the connections: `threads` when each has its
+    /// own, fewer under the event loop; absent when agents made the load.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load_threads: Option<u32>,
     /// The server process's CPU per statement, µs; null when the server is not local.
     pub server_cpu_us_per_query: Option<f64>,
     /// Growth of the feature's log files per statement, bytes; null when unknown.

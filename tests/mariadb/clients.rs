@@ -64,6 +64,9 @@ pub(crate) fn the_lean_clients_survive_big_rows_errors_and_killed_connections(ct
         ));
         assert!(v["queries"].as_u64().unwrap() > 0, "{model}: {v}");
         assert_eq!(v["errors"], 0, "{model}: {v}");
+        // 3 connections: 3 threads of their own, or the event loop's 2.
+        let threads = if model == "0" { 3 } else { 2 };
+        assert_eq!(v["load_threads"], threads, "{model}: {v}");
 
         // Half the statements answered with an error: counted by the server's words; the
         // connection goes on (no reconnect needed, the other half succeeds).

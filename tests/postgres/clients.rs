@@ -44,6 +44,9 @@ pub(crate) fn the_lean_client_survives_big_rows_errors_and_terminated_backends(c
         ));
         assert!(v["queries"].as_u64().unwrap() > 0, "{model}: {v}");
         assert_eq!(v["errors"], 0, "{model}: {v}");
+        // 3 connections: 3 threads of their own, or the event loop's 2.
+        let threads = if model == "0" { 3 } else { 2 };
+        assert_eq!(v["load_threads"], threads, "{model}: {v}");
 
         let v = json_of(&bench_query(
             ctx,
