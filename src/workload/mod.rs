@@ -6,6 +6,7 @@
 pub mod oltp;
 pub mod pgbench;
 pub mod query;
+pub mod replay;
 pub mod session;
 pub mod wire;
 

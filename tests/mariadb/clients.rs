@@ -148,3 +148,69 @@ pub(crate) fn the_lean_client_logs_in_with_a_password_over_tcp(ctx: &Ctx) {
     }
     root.query_drop("DROP USER 'lean'@'127.0.0.1'").unwrap();
 }
+
+/// The general and slow logs this server writes, read back by the replay's readers: a known
+/// mix (a multi-line statement, one holding a tab and a quote, a database change) comes out
+/// as the sessions ran it. (Issue 25's groundwork: the readers, not yet the replay.)
+pub(crate) fn the_servers_own_logs_read_back_as_the_sessions_ran_them(ctx: &Ctx) {
+    use dbtax::workload::replay::{What, mylog};
+    let general = ctx.work.join("replay-general.log");
+    let slow = ctx.work.join("replay-slow.log");
+    let mut root = ctx.root();
+    for q in [
+        "CREATE DATABASE IF NOT EXISTS t_replay".to_string(),
+        format!("SET GLOBAL general_log_file = '{}'", general.display()),
+        format!("SET GLOBAL slow_query_log_file = '{}'", slow.display()),
+        "SET GLOBAL long_query_time = 0".into(),
+        "SET GLOBAL general_log = ON".into(),
+        "SET GLOBAL slow_query_log = ON".into(),
+    ] {
+        root.query_drop(q).unwrap();
+    }
+    let mut c = common::root(&ctx.socket);
+    c.query_drop("USE t_replay").unwrap();
+    c.query_drop("SELECT 1").unwrap();
+    c.query_drop("SELECT 'a\tb', 'it''s'\nFROM DUAL\nWHERE 1 = 1")
+        .unwrap();
+    let session = c.connection_id() as u64;
+    drop(c);
+    for q in [
+        "SET GLOBAL general_log = OFF",
+        "SET GLOBAL slow_query_log = OFF",
+        "SET GLOBAL long_query_time = 10",
+        "SET GLOBAL general_log_file = DEFAULT",
+        "SET GLOBAL slow_query_log_file = DEFAULT",
+    ] {
+        root.query_drop(q).unwrap();
+    }
+    let open = |p: &Path| std::io::BufReader::new(std::fs::File::open(p).unwrap());
+    const MULTI: &str = "SELECT 'a\tb', 'it''s'\nFROM DUAL\nWHERE 1 = 1";
+    // The statements both logs must hold for this session, besides its database.
+    let ran = |whats: &[&What]| {
+        for q in ["SELECT 1", MULTI] {
+            assert!(whats.contains(&&What::Query(q.into())), "{q}: {whats:?}");
+        }
+    };
+    let mut g = mylog::GeneralLog::new(open(&general));
+    let mine: Vec<_> = g.by_ref().filter(|e| e.session == session).collect();
+    assert!(g.malformed.is_empty(), "{:?}", g.malformed);
+    let whats: Vec<&What> = mine.iter().map(|e| &e.what).collect();
+    assert!(matches!(whats[0], What::Connect { .. }), "{whats:?}");
+    assert!(
+        whats.contains(&&What::Query("USE t_replay".into()))
+            || whats.contains(&&What::InitDb("t_replay".into())),
+        "{whats:?}"
+    );
+    ran(&whats);
+    assert_eq!(whats.last(), Some(&&What::Quit), "{whats:?}");
+    assert!(mine.iter().all(|e| e.at_us.is_some()));
+    let mut s = mylog::SlowLog::new(open(&slow));
+    let mine: Vec<_> = s.by_ref().filter(|e| e.session == session).collect();
+    assert!(s.malformed.is_empty(), "{:?}", s.malformed);
+    let whats: Vec<&What> = mine.iter().map(|e| &e.what).collect();
+    ran(&whats);
+    assert!(
+        whats.contains(&&What::InitDb("t_replay".into())),
+        "{whats:?}"
+    );
+}

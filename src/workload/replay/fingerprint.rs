@@ -1,0 +1,180 @@
+//! A statement's fingerprint, as pt-query-digest and pg_stat_statements group statements:
+//! literals become `?` (strings, numbers, hex, `$n` parameters), comments go, whitespace
+//! collapses to one space, keywords and names are lower-cased, and lists of values fold (`in
+//! (?, ?, ?)` → `in (?+)`, `values (?, ?), (?, ?)` → `values (?+)`). Its digest is a stable
+//! 64-bit FNV-1a hash of the fingerprint, in hex.
+
+/// The fingerprint of `sql`.
+pub fn fingerprint(sql: &str) -> String {
+    let mut out = String::with_capacity(sql.len());
+    let chars: Vec<char> = sql.chars().collect();
+    let mut i = 0;
+    let space = |out: &mut String| {
+        if !out.is_empty() && !out.ends_with(' ') {
+            out.push(' ');
+        }
+    };
+    while i < chars.len() {
+        let c = chars[i];
+        let next = chars.get(i + 1).copied();
+        match c {
+            '\'' | '"' => {
+                // A quoted string (doubled quotes and backslashes escape): one `?`.
+                i += 1;
+                while i < chars.len() {
+                    match chars[i] {
+                        '\\' => i += 2,
+                        q if q == c && chars.get(i + 1) == Some(&c) => i += 2,
+                        q if q == c => break,
+                        _ => i += 1,
+                    }
+                }
+                out.push('?');
+                i += 1;
+            }
+            '-' if next == Some('-') => {
+                while i < chars.len() && chars[i] != '\n' {
+                    i += 1;
+                }
+            }
+            '#' => {
+                while i < chars.len() && chars[i] != '\n' {
+                    i += 1;
+                }
+            }
+            '/' if next == Some('*') => {
+                i += 2;
+                while i < chars.len() && !(chars[i] == '*' && chars.get(i + 1) == Some(&'/')) {
+                    i += 1;
+                }
+                i += 2;
+                space(&mut out);
+            }
+            c if c.is_whitespace() => {
+                space(&mut out);
+                i += 1;
+            }
+            '$' if next.is_some_and(|n| n.is_ascii_digit()) => {
+                i += 1;
+                while i < chars.len() && chars[i].is_ascii_digit() {
+                    i += 1;
+                }
+                out.push('?');
+            }
+            c if c.is_ascii_digit() && !out.chars().last().is_some_and(is_word) => {
+                // A number (0x.., 1.5e3, -1 keeps its sign as an operator).
+                i += 1;
+                while i < chars.len() && (chars[i].is_ascii_alphanumeric() || chars[i] == '.') {
+                    i += 1;
+                }
+                out.push('?');
+            }
+            '`' => {
+                // A quoted name: kept, lower-cased, without its quotes.
+                i += 1;
+                while i < chars.len() && chars[i] != '`' {
+                    out.extend(chars[i].to_lowercase());
+                    i += 1;
+                }
+                i += 1;
+            }
+            c => {
+                out.extend(c.to_lowercase());
+                i += 1;
+            }
+        }
+    }
+    let trimmed = out.trim().trim_end_matches(';').trim_end();
+    fold_lists(trimmed)
+}
+
+fn is_word(c: char) -> bool {
+    c.is_alphanumeric() || c == '_'
+}
+
+/// `(?, ?, ?)` → `(?+)`, and `(?+), (?+)` after VALUES → one `(?+)`.
+fn fold_lists(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(open) = rest.find('(') {
+        out.push_str(&rest[..open]);
+        let inner_end = rest[open..].find(')').map(|e| open + e);
+        match inner_end {
+            Some(close)
+                if rest[open + 1..close]
+                    .split(',')
+                    .all(|part| part.trim() == "?" || part.trim() == "?+") =>
+            {
+                if out.ends_with("(?+), ") || out.ends_with("(?+),") {
+                    // Another row of VALUES: dropped.
+                    let cut = out.trim_end_matches(' ').trim_end_matches(',').len();
+                    out.truncate(cut);
+                } else {
+                    out.push_str("(?+)");
+                }
+                rest = &rest[close + 1..];
+            }
+            _ => {
+                out.push('(');
+                rest = &rest[open + 1..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The fingerprint's stable digest (FNV-1a, 64 bits), 16 hex digits.
+pub fn digest(fingerprint: &str) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in fingerprint.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{h:016x}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn literals_comments_and_case_go_names_stay() {
+        assert_eq!(
+            fingerprint("SELECT c FROM sbtest1 WHERE id=42 AND pad = 'it''s; -- x'  ;"),
+            "select c from sbtest1 where id=? and pad = ?"
+        );
+        assert_eq!(
+            fingerprint("select /* app=shop */ `Col` from t2 -- trailing\nwhere x = $1 # c"),
+            "select col from t2 where x = ?"
+        );
+        assert_eq!(fingerprint("SELECT 0x1F, 1.5e3, -7"), "select ?, ?, -?");
+        assert_eq!(
+            fingerprint("select * from t where a = \"x\\\"y\""),
+            "select * from t where a = ?"
+        );
+    }
+
+    #[test]
+    fn lists_fold_whatever_their_length() {
+        let a = fingerprint("SELECT * FROM t WHERE id IN (1, 2, 3)");
+        let b = fingerprint("select * from t where id in (7)");
+        assert_eq!(a, "select * from t where id in (?+)");
+        assert_eq!(a, b);
+        assert_eq!(
+            fingerprint("INSERT INTO t (a, b) VALUES (1, 'x'), (2, 'y'), (3, 'z')"),
+            "insert into t (a, b) values (?+)"
+        );
+        assert_eq!(
+            fingerprint("insert into t (a, b) values (1, 'x')"),
+            fingerprint("INSERT INTO t (a, b) VALUES (9, 'q'), (8, 'r')")
+        );
+    }
+
+    #[test]
+    fn digests_are_stable_and_tell_fingerprints_apart() {
+        assert_eq!(digest("select ?"), digest("select ?"));
+        assert_ne!(digest("select ?"), digest("select ?, ?"));
+        assert_eq!(digest("").len(), 16);
+    }
+}

@@ -1,0 +1,348 @@
+//! MariaDB/MySQL statement logs read as a stream, line by line, in bounded memory: the general
+//! log's FILE format (`Connect`, `Init DB`, `Query`, `Prepare`, `Execute`, `Quit`… lines, a
+//! statement running on over the lines after it) and the slow log (`# Time`, `# User@Host`,
+//! `# Thread_id`, `use db;`, `SET timestamp=N;`, then the statement). Bytes that are not
+//! UTF-8 are read as U+FFFD; a line that belongs to nothing is counted with its number, never
+//! a panic. A statement line that looks exactly like a log line (a literal holding a newline,
+//! a tab, an id and a command word) cannot be told from one: the log format does not escape.
+
+use super::{Entry, Malformed, What};
+use std::io::BufRead;
+
+/// The general log's commands (MariaDB's and MySQL's command names).
+const COMMANDS: [&str; 20] = [
+    "Connect",
+    "Query",
+    "Init DB",
+    "Quit",
+    "Prepare",
+    "Execute",
+    "Close stmt",
+    "Reset stmt",
+    "Long Data",
+    "Field List",
+    "Refresh",
+    "Shutdown",
+    "Statistics",
+    "Processlist",
+    "Kill",
+    "Ping",
+    "Change user",
+    "Set option",
+    "Fetch",
+    "Connect Out",
+];
+
+/// Days since 1970-01-01 of a civil date (Howard Hinnant's algorithm).
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let doy = (153 * (m + if m > 2 { -3 } else { 9 }) + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+fn num(s: &str) -> Option<i64> {
+    (!s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| s.parse().ok())
+        .flatten()
+}
+
+/// A log time as µs since the epoch (the server's clock, read as UTC): MariaDB's `YYMMDD
+/// H:MM:SS` (the hour may be space-padded) or MySQL's `YYYY-MM-DDTHH:MM:SS[.ffffff](Z|±hh:mm)`.
+pub fn parse_time(s: &str) -> Option<i64> {
+    let s = s.trim();
+    let (date, time) = if let Some((d, t)) = s.split_once('T') {
+        let mut p = d.split('-');
+        let (y, m, dd) = (num(p.next()?)?, num(p.next()?)?, num(p.next()?)?);
+        let t = t.trim_end_matches('Z');
+        let t = t.split(['+']).next()?;
+        ((y, m, dd), t.to_string())
+    } else {
+        let (d, t) = s.split_once(' ')?;
+        if d.len() != 6 {
+            return None;
+        }
+        let (y, m, dd) = (num(&d[..2])?, num(&d[2..4])?, num(&d[4..])?);
+        ((2000 + y, m, dd), t.trim().to_string())
+    };
+    let mut hms = time.split(':');
+    let (h, mi) = (num(hms.next()?.trim())?, num(hms.next()?)?);
+    let sec = hms.next()?;
+    let (whole, frac) = sec.split_once('.').unwrap_or((sec, ""));
+    let frac_us = if frac.is_empty() {
+        0
+    } else {
+        let f: String = frac.chars().chain(std::iter::repeat('0')).take(6).collect();
+        num(&f)?
+    };
+    let days = days_from_civil(date.0, date.1, date.2);
+    Some(((days * 24 + h) * 60 + mi) * 60_000_000 + num(whole)? * 1_000_000 + frac_us)
+}
+
+/// One general-log line taken apart: (time, thread id, command, argument).
+fn general_line(line: &str) -> Option<(Option<i64>, u64, &str, &str)> {
+    let (time, rest) = match line.split_once('\t') {
+        Some((t, rest)) if !t.is_empty() => (Some(parse_time(t)?), rest),
+        Some((_, rest)) => (None, rest.strip_prefix('\t').unwrap_or(rest)),
+        None => return None,
+    };
+    let rest = rest.trim_start_matches(' ');
+    let (id, rest) = rest.split_once(' ')?;
+    let id = num(id)? as u64;
+    let command = COMMANDS
+        .iter()
+        .find(|c| rest.starts_with(**c) && rest[c.len()..].starts_with('\t'))?;
+    Some((time, id, command, &rest[command.len() + 1..]))
+}
+
+/// The server's own lines at the top of a log (and after each restart or flush).
+fn header(line: &str) -> bool {
+    line.contains(", Version: ") && line.ends_with("started with:")
+        || line.starts_with("Tcp port: ")
+        || line.starts_with("Time") && line.contains("Id Command") && line.contains("Argument")
+        || line.starts_with("Time                 Id Command")
+}
+
+/// What a general-log command means for a replay.
+fn what(command: &str, arg: String) -> What {
+    match command {
+        "Connect" => {
+            // "user@host on db using Socket"
+            let db = arg
+                .split_once(" on ")
+                .map(|(_, r)| r.split(" using ").next().unwrap_or("").trim().to_string())
+                .filter(|d| !d.is_empty());
+            What::Connect { db }
+        }
+        "Init DB" => What::InitDb(arg.trim().to_string()),
+        "Query" => What::Query(arg),
+        "Prepare" => What::Prepare(arg),
+        "Execute" => What::Execute(arg),
+        "Quit" => What::Quit,
+        _ => What::Other(command.to_string()),
+    }
+}
+
+/// Reads a general log: each entry once its last line is known.
+pub struct GeneralLog<R> {
+    input: R,
+    buf: Vec<u8>,
+    line_no: u64,
+    pending: Option<Entry>,
+    /// The latest time seen: lines without one share it.
+    clock: Option<i64>,
+    /// Lines that belonged to nothing.
+    pub malformed: Vec<Malformed>,
+    done: bool,
+}
+
+impl<R: BufRead> GeneralLog<R> {
+    /// A reader of `input`.
+    pub fn new(input: R) -> Self {
+        GeneralLog {
+            input,
+            buf: Vec::with_capacity(4096),
+            line_no: 0,
+            pending: None,
+            clock: None,
+            malformed: vec![],
+            done: false,
+        }
+    }
+}
+
+impl<R: BufRead> Iterator for GeneralLog<R> {
+    type Item = Entry;
+
+    fn next(&mut self) -> Option<Entry> {
+        while !self.done {
+            self.buf.clear();
+            match self.input.read_until(b'\n', &mut self.buf) {
+                Ok(0) | Err(_) => {
+                    self.done = true;
+                    break;
+                }
+                Ok(_) => {}
+            }
+            self.line_no += 1;
+            let text = String::from_utf8_lossy(&self.buf);
+            let line = text.trim_end_matches('\n').trim_end_matches('\r');
+            if header(line) {
+                if let Some(e) = self.pending.take() {
+                    return Some(e);
+                }
+                continue;
+            }
+            if let Some((time, id, command, arg)) = general_line(line) {
+                if time.is_some() {
+                    self.clock = time;
+                }
+                let entry = Entry {
+                    line: self.line_no,
+                    session: id,
+                    at_us: self.clock,
+                    what: what(command, arg.to_string()),
+                };
+                if let Some(e) = self.pending.replace(entry) {
+                    return Some(e);
+                }
+                continue;
+            }
+            // A statement's next line, or nothing's.
+            match self.pending.as_mut().map(|e| &mut e.what) {
+                Some(What::Query(s) | What::Prepare(s) | What::Execute(s)) => {
+                    s.push('\n');
+                    s.push_str(line);
+                }
+                _ if line.trim().is_empty() => {}
+                _ => self.malformed.push(Malformed {
+                    line: self.line_no,
+                    why: "not a general-log line, and no statement before it to continue",
+                }),
+            }
+        }
+        self.pending.take()
+    }
+}
+
+/// Reads a slow log: one entry per `# User@Host` block, its statement the lines after the
+/// `#` header lines (`use db;` and `SET timestamp=N;` taken as the entry's database and time).
+pub struct SlowLog<R> {
+    input: R,
+    buf: Vec<u8>,
+    line_no: u64,
+    /// The block being read: (its first line, session, time, database, statement lines).
+    block: Option<SlowBlock>,
+    clock: Option<i64>,
+    /// Lines that belonged to nothing.
+    pub malformed: Vec<Malformed>,
+    /// Entries ready to hand out (a `use db;` yields an InitDb before its statement).
+    ready: std::collections::VecDeque<Entry>,
+    done: bool,
+}
+
+#[derive(Default)]
+struct SlowBlock {
+    line: u64,
+    session: u64,
+    at_us: Option<i64>,
+    db: Option<String>,
+    sql: String,
+}
+
+impl<R: BufRead> SlowLog<R> {
+    /// A reader of `input`.
+    pub fn new(input: R) -> Self {
+        SlowLog {
+            input,
+            buf: Vec::with_capacity(4096),
+            line_no: 0,
+            block: None,
+            clock: None,
+            malformed: vec![],
+            ready: Default::default(),
+            done: false,
+        }
+    }
+
+    /// The block read so far, as entries.
+    fn close(&mut self) {
+        let Some(b) = self.block.take() else { return };
+        if let Some(db) = b.db {
+            self.ready.push_back(Entry {
+                line: b.line,
+                session: b.session,
+                at_us: b.at_us,
+                what: What::InitDb(db),
+            });
+        }
+        let sql = b.sql.trim().trim_end_matches(';').trim_end().to_string();
+        if !sql.is_empty() {
+            self.ready.push_back(Entry {
+                line: b.line,
+                session: b.session,
+                at_us: b.at_us,
+                what: What::Query(sql),
+            });
+        }
+    }
+
+    fn read_line(&mut self) {
+        let text = String::from_utf8_lossy(&self.buf).into_owned();
+        let line = text.trim_end_matches('\n').trim_end_matches('\r');
+        if header(line) {
+            self.close();
+        } else if let Some(t) = line.strip_prefix("# Time: ") {
+            self.close();
+            self.clock = parse_time(t).or(self.clock);
+        } else if let Some(who) = line.strip_prefix("# User@Host: ") {
+            self.close();
+            // MySQL puts the session here ("Id: 5"); MariaDB on the next line.
+            let session = who
+                .split_once("Id:")
+                .and_then(|(_, id)| num(id.trim()))
+                .unwrap_or(0) as u64;
+            self.block = Some(SlowBlock {
+                line: self.line_no,
+                session,
+                at_us: self.clock,
+                ..Default::default()
+            });
+        } else if let Some(rest) = line.strip_prefix("# ") {
+            if let (Some(b), Some((_, id))) = (self.block.as_mut(), rest.split_once("Thread_id: "))
+            {
+                b.session = num(id.split_whitespace().next().unwrap_or("")).unwrap_or(0) as u64;
+            }
+        } else if let Some(b) = self.block.as_mut() {
+            let lower = line.to_ascii_lowercase();
+            if b.sql.is_empty() && lower.starts_with("use ") && line.ends_with(';') {
+                b.db = Some(line[4..line.len() - 1].trim().trim_matches('`').to_string());
+            } else if b.sql.is_empty() && lower.starts_with("set timestamp=") {
+                let secs = num(line[14..].trim_end_matches(';'));
+                b.at_us = secs.map(|s| s * 1_000_000).or(b.at_us);
+            } else {
+                if !b.sql.is_empty() {
+                    b.sql.push('\n');
+                }
+                b.sql.push_str(line);
+            }
+        } else if !line.trim().is_empty() {
+            self.malformed.push(Malformed {
+                line: self.line_no,
+                why: "not a slow-log line, and no entry before it",
+            });
+        }
+    }
+}
+
+impl<R: BufRead> Iterator for SlowLog<R> {
+    type Item = Entry;
+
+    fn next(&mut self) -> Option<Entry> {
+        loop {
+            if let Some(e) = self.ready.pop_front() {
+                return Some(e);
+            }
+            if self.done {
+                return None;
+            }
+            self.buf.clear();
+            match self.input.read_until(b'\n', &mut self.buf) {
+                Ok(0) | Err(_) => {
+                    self.done = true;
+                    self.close();
+                }
+                Ok(_) => {
+                    self.line_no += 1;
+                    self.read_line();
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "mylog_tests.rs"]
+mod tests;

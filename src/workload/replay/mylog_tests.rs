@@ -1,0 +1,122 @@
+//! The MySQL family's log readers on hand-made logs: MariaDB's and MySQL's line formats,
+//! multi-line statements, the server's header lines, bytes that are not UTF-8, a truncated
+//! last line, lines that belong to nothing.
+
+use super::*;
+
+fn general(text: &[u8]) -> (Vec<Entry>, Vec<Malformed>) {
+    let mut r = GeneralLog::new(text);
+    let entries: Vec<Entry> = r.by_ref().collect();
+    (entries, r.malformed)
+}
+
+fn query(e: &Entry) -> &str {
+    match &e.what {
+        What::Query(s) => s,
+        other => panic!("not a query: {other:?}"),
+    }
+}
+
+const MARIADB: &str =
+    "/usr/sbin/mariadbd, Version: 10.11.6-MariaDB-0+deb12u1-log (Debian 12). started with:
+Tcp port: 0  Unix socket: /tmp/x/mysqld.sock
+Time\t\t    Id Command\tArgument
+241201 10:00:00\t    5 Connect\troot@localhost on shop using Socket
+\t\t    5 Query\tSELECT 1
+\t\t    6 Init DB\tshop
+241201  9:59:59\t    6 Query\tSELECT *
+FROM t
+WHERE a = 'x\ty'
+\t\t    5 Quit\t
+";
+
+#[test]
+fn a_mariadb_general_log_reads_as_sessions_entries() {
+    let (e, bad) = general(MARIADB.as_bytes());
+    assert!(bad.is_empty(), "{bad:?}");
+    assert_eq!(e.len(), 5, "{e:#?}");
+    assert_eq!(
+        e[0].what,
+        What::Connect {
+            db: Some("shop".into())
+        }
+    );
+    assert_eq!((e[0].session, e[0].line), (5, 4));
+    assert_eq!(query(&e[1]), "SELECT 1");
+    // A line without a time has the latest one.
+    assert_eq!(e[1].at_us, e[0].at_us);
+    assert_eq!(e[2].what, What::InitDb("shop".into()));
+    assert_eq!(query(&e[3]), "SELECT *\nFROM t\nWHERE a = 'x\ty'");
+    assert_eq!(e[3].at_us.unwrap() - e[0].at_us.unwrap(), -1_000_000);
+    assert_eq!(e[4].what, What::Quit);
+}
+
+#[test]
+fn mysql_times_and_odd_bytes_and_a_cut_last_line() {
+    let mut log = b"2024-12-01T10:00:00.250000Z\t   12 Query\tSELECT 'caf\xe9'\n".to_vec();
+    log.extend_from_slice(b"2024-12-01T10:00:01Z\t   12 Query\tSELECT 2");
+    let (e, bad) = general(&log);
+    assert!(bad.is_empty());
+    assert_eq!(query(&e[0]), "SELECT 'caf\u{fffd}'");
+    assert_eq!(query(&e[1]), "SELECT 2");
+    assert_eq!(e[1].at_us.unwrap() - e[0].at_us.unwrap(), 750_000);
+    // 2024-12-01T10:00:00Z, as `date -d ... +%s` gives it.
+    assert_eq!(e[1].at_us, Some(1_733_047_201_000_000));
+}
+
+#[test]
+fn lines_that_belong_to_nothing_are_counted_by_number() {
+    let (e, bad) = general(b"garbage before anything\n\t\t    5 Query\tSELECT 1\n");
+    assert_eq!(e.len(), 1);
+    assert_eq!(bad.len(), 1);
+    assert_eq!(bad[0].line, 1);
+    // A restart's header in the middle ends the statement before it.
+    let twice = format!("{MARIADB}{MARIADB}");
+    let (e, bad) = general(twice.as_bytes());
+    assert!(bad.is_empty());
+    assert_eq!(e.len(), 10);
+    assert_eq!(e[4].what, What::Quit);
+}
+
+const SLOW: &str =
+    "/usr/sbin/mariadbd, Version: 10.11.6-MariaDB-0+deb12u1-log (Debian 12). started with:
+Tcp port: 0  Unix socket: /tmp/x/mysqld.sock
+Time                 Id Command    Argument
+# Time: 241201 10:00:00
+# User@Host: root[root] @ localhost []
+# Thread_id: 7  Schema: shop  QC_hit: No
+# Query_time: 0.000100  Lock_time: 0.000000  Rows_sent: 1  Rows_examined: 0
+# Rows_affected: 0  Bytes_sent: 57
+use shop;
+SET timestamp=1733047200;
+SELECT c
+FROM t WHERE id = 3;
+# User@Host: app[app] @ localhost []  Id:    9
+# Query_time: 0.2
+SET timestamp=1733047201;
+UPDATE t SET c = 'x;y' WHERE id = 4;
+";
+
+#[test]
+fn a_slow_log_reads_as_entries_with_their_database_and_time() {
+    let mut r = SlowLog::new(SLOW.as_bytes());
+    let e: Vec<Entry> = r.by_ref().collect();
+    assert!(r.malformed.is_empty(), "{:?}", r.malformed);
+    assert_eq!(e.len(), 3, "{e:#?}");
+    assert_eq!(e[0].what, What::InitDb("shop".into()));
+    assert_eq!(e[1].session, 7);
+    assert_eq!(query(&e[1]), "SELECT c\nFROM t WHERE id = 3");
+    assert_eq!(e[1].at_us, Some(1_733_047_200_000_000));
+    assert_eq!(e[2].session, 9);
+    assert_eq!(query(&e[2]), "UPDATE t SET c = 'x;y' WHERE id = 4");
+    assert_eq!(e[2].at_us, Some(1_733_047_201_000_000));
+}
+
+#[test]
+fn times_parse_in_both_families_formats() {
+    assert_eq!(parse_time("241201 10:00:00"), Some(1_733_047_200_000_000));
+    assert_eq!(parse_time("241201  9:59:59"), Some(1_733_047_199_000_000));
+    assert_eq!(parse_time("1970-01-02T00:00:00Z"), Some(86_400_000_000));
+    assert_eq!(parse_time("1970-01-01T00:00:00.5Z"), Some(500_000));
+    assert_eq!(parse_time("not a time"), None);
+}
