@@ -186,7 +186,11 @@ pub fn run(
         for ev in &events[..n] {
             let key = ev.u64 as usize;
             let slot = &mut slots[key];
-            if slot.done || !slot.busy {
+            if slot.done {
+                continue;
+            }
+            if !slot.busy {
+                idle_readable(&poller, key, slot, shared, &mut report, connector);
                 continue;
             }
             if ev.events & libc::EPOLLOUT as u32 != 0
@@ -381,6 +385,34 @@ fn readable(
         if phase != PHASE_STOP {
             start(poller, key, slot, phase, shared, report, connector);
         }
+    }
+}
+
+/// Something arrived on a connection between events: a notice is kept for the next answer's
+/// parser; a closed connection (the server went away, or killed an idle session) is made
+/// again, no event failed. (Level-triggered epoll would otherwise report it for ever.)
+fn idle_readable(
+    poller: &Poller,
+    key: usize,
+    slot: &mut Slot,
+    shared: &Shared,
+    report: &mut WorkerReport,
+    connector: &Connector,
+) {
+    let conn = slot.client.conn().expect("lean");
+    let why = match conn.inbox.fill(&mut conn.stream) {
+        Ok(0) => "the server closed the connection".to_string(),
+        Ok(_) => return,
+        Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted) => return,
+        Err(e) => format!("connection lost: {e}"),
+    };
+    poller.ctl(libc::EPOLL_CTL_DEL, conn.stream.as_raw_fd(), key, false);
+    match connector.connect() {
+        Ok(c) => {
+            slot.client = c;
+            attach(poller, key, slot, report, shared);
+        }
+        Err(e) => end(slot, shared, report, format!("{why}; reconnect: {e}")),
     }
 }
 

@@ -132,6 +132,59 @@ pub(crate) fn the_lean_clients_survive_big_rows_errors_and_killed_connections(ct
     }
 }
 
+/// At a low rate the event loop's connections are idle most of the time: a server that closes
+/// one between events (here: KILL) is noticed at once and the connection made again, with no
+/// statement failed and no thread spinning on the closed socket.
+pub(crate) fn idle_connections_the_server_closes_are_made_again(ctx: &Ctx) {
+    ctx.root()
+        .query_drop("CREATE DATABASE IF NOT EXISTS t_clients")
+        .unwrap();
+    let url = ctx.url("t_clients");
+    let socket = ctx.socket.clone();
+    let killer = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(1200));
+        let mut root = common::root(&socket);
+        let ids: Vec<u64> = root
+            .query(
+                "SELECT ID FROM information_schema.PROCESSLIST WHERE DB = 't_clients' \
+                 AND COMMAND = 'Sleep' AND ID <> CONNECTION_ID()",
+            )
+            .unwrap();
+        for id in &ids {
+            let _ = root.query_drop(format!("KILL CONNECTION {id}"));
+        }
+        ids.len()
+    });
+    let o = ctx.run(&[
+        "bench",
+        "--target",
+        &url,
+        "--query",
+        "SELECT 1",
+        "--threads",
+        "3",
+        "--rate",
+        "30",
+        "--duration",
+        "2.5s",
+        "--warmup",
+        "0s",
+        "--client-threads",
+        "2",
+        "--json",
+    ]);
+    let killed = killer.join().unwrap();
+    assert!(killed >= 3, "killed {killed}");
+    let v = json_of(&o);
+    assert_eq!(v["errors"], 0, "{v}");
+    assert!(v["queries"].as_u64().unwrap() >= 50, "{v}");
+    // Not spinning: a few hundred µs of CPU per statement at most, not a core.
+    assert!(
+        v["client_cpu_us_per_query"].as_f64().unwrap() < 5_000.0,
+        "{v}"
+    );
+}
+
 pub(crate) fn the_lean_client_logs_in_with_a_password_over_tcp(ctx: &Ctx) {
     let mut root = ctx.root();
     root.query_drop("CREATE DATABASE IF NOT EXISTS t_clients")

@@ -137,8 +137,13 @@ pub(crate) fn the_quick_demo_reports_server_cpu_at_its_headline_and_no_other_cli
             "{c}"
         );
         assert!(d["pct_of_baseline"].is_number(), "{c}");
-        // The words give it beside the throughput, with its share of the baseline's.
-        assert!(words.contains("µs of server CPU"), "{words}");
-        assert!(words.contains("% of the baseline's"), "{words}");
+        // The words give it beside the throughput: with its share of the baseline's when it
+        // counts as measured, as within noise when not (a noisy machine can widen it).
+        if d["significant"] == true {
+            assert!(words.contains("µs of server CPU ("), "{words}");
+            assert!(words.contains("% of the baseline's)"), "{words}");
+        } else {
+            assert!(words.contains("server CPU within noise ("), "{words}");
+        }
     }
 }
