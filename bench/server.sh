@@ -6,13 +6,8 @@ DBTAX=./target/release/dbtax
 [ -x "$DBTAX" ] || cargo build --release
 command -v sysbench >/dev/null || { echo "sysbench is missing: make deps" >&2; exit 2; }
 MARIADBD=$(command -v mariadbd || echo /usr/sbin/mariadbd)
-# PIN=1 (the default): the server on the last CPU, the load (both tools) on the others, so
-# the scheduler does not get into the comparison; PIN=0 runs both free (say so with figures).
-CORES=$(nproc)
-SERVER_PIN=(); LOAD_PIN=()
-if [ "${PIN:-1}" = 1 ] && [ "$CORES" -ge 2 ]; then
-  SERVER_PIN=(taskset -c $((CORES - 1))); LOAD_PIN=(taskset -c 0-$((CORES - 2)))
-fi
+# shellcheck source=bench/pin.sh
+source bench/pin.sh
 
 DIR=$(mktemp -d /tmp/dbtax-bench.XXXXXX)
 SOCK=$DIR/mysqld.sock

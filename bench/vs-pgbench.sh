@@ -15,12 +15,8 @@ DBTAX=./target/release/dbtax
 [ -x "$DBTAX" ] || cargo build --release
 BIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
 [ -x "$BIN/pgbench" ] || { echo "PostgreSQL is missing: make deps" >&2; exit 2; }
-CORES=$(nproc)
-# PIN=1 (the default): the server on the last CPU, both tools on the others; PIN=0: free.
-SERVER_PIN=(); LOAD_PIN=()
-if [ "${PIN:-1}" = 1 ] && [ "$CORES" -ge 2 ]; then
-  SERVER_PIN=(taskset -c $((CORES - 1))); LOAD_PIN=(taskset -c 0-$((CORES - 2)))
-fi
+# shellcheck source=bench/pin.sh
+source bench/pin.sh
 # select-only (pgbench -S) or tpcb-like (pgbench's default script)
 WORKLOAD=${WORKLOAD:-select-only}
 case $WORKLOAD in

@@ -15,7 +15,7 @@ use crate::rng::Rng;
 use crate::server::Connector;
 use crate::workload::Client;
 use crate::workload::session::DbError;
-use crate::workload::wire::{Request, Requests, Step, io_lost, lost};
+use crate::workload::wire::{Request, Requests, Step, closed, io_lost};
 use std::io::{ErrorKind, Write};
 use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering;
@@ -317,7 +317,7 @@ fn flush(poller: &Poller, key: usize, slot: &mut Slot) -> Result<(), DbError> {
     let was_partial = slot.written > 0;
     while slot.written < bytes.len() {
         match conn.stream.write(&bytes[slot.written..]) {
-            Ok(0) => return Err(lost("the server closed the connection")),
+            Ok(0) => return Err(closed()),
             Ok(n) => slot.written += n,
             Err(e) if e.kind() == ErrorKind::Interrupted => {}
             Err(e) if e.kind() == ErrorKind::WouldBlock => {
@@ -347,7 +347,7 @@ fn readable(
     let conn = slot.client.conn().expect("lean");
     let step = loop {
         match conn.inbox.fill(&mut conn.stream) {
-            Ok(0) => break Step::Done(Err(lost("the server closed the connection"))),
+            Ok(0) => break Step::Done(Err(closed())),
             Ok(_) => {}
             Err(e) if e.kind() == ErrorKind::Interrupted => continue,
             Err(e) if e.kind() == ErrorKind::WouldBlock => return,
@@ -401,19 +401,13 @@ fn idle_readable(
 ) {
     let conn = slot.client.conn().expect("lean");
     let why = match conn.inbox.fill(&mut conn.stream) {
-        Ok(0) => "the server closed the connection".to_string(),
+        Ok(0) => closed().message,
         Ok(_) => return,
         Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted) => return,
-        Err(e) => format!("connection lost: {e}"),
+        Err(e) => io_lost(e).message,
     };
-    poller.ctl(libc::EPOLL_CTL_DEL, conn.stream.as_raw_fd(), key, false);
-    match connector.connect() {
-        Ok(c) => {
-            slot.client = c;
-            attach(poller, key, slot, report, shared);
-        }
-        Err(e) => end(slot, shared, report, format!("{why}; reconnect: {e}")),
-    }
+    detach(poller, key, slot);
+    reconnect(poller, key, slot, shared, report, connector, &why);
 }
 
 /// The event is over: count it.
@@ -464,25 +458,39 @@ fn fail(
     report: &mut WorkerReport,
     connector: &Connector,
 ) {
+    // Out of epoll first: a closed socket would be reported on every wait, done or not.
+    detach(poller, key, slot);
+    slot.failure = None;
+    let why = format!("connection lost: {}", e.message);
+    complete(slot, shared, report, Err(e));
+    if !slot.done {
+        reconnect(poller, key, slot, shared, report, connector, &why);
+    }
+}
+
+/// Take a slot's socket out of epoll.
+fn detach(poller: &Poller, key: usize, slot: &mut Slot) {
     if let Some(conn) = slot.client.conn() {
         poller.ctl(libc::EPOLL_CTL_DEL, conn.stream.as_raw_fd(), key, false);
     }
-    slot.failure = None;
-    let message = e.message.clone();
-    complete(slot, shared, report, Err(e));
-    if slot.done {
-        return;
-    }
+}
+
+/// Replace a slot's closed connection (`why`), already out of epoll: connect again
+/// (blocking; rare) and register the new one, or end the slot when that fails too.
+fn reconnect(
+    poller: &Poller,
+    key: usize,
+    slot: &mut Slot,
+    shared: &Shared,
+    report: &mut WorkerReport,
+    connector: &Connector,
+    why: &str,
+) {
     match connector.connect() {
         Ok(c) => {
             slot.client = c;
             attach(poller, key, slot, report, shared);
         }
-        Err(e2) => end(
-            slot,
-            shared,
-            report,
-            format!("connection lost: {message}; reconnect: {e2}"),
-        ),
+        Err(e) => end(slot, shared, report, format!("{why}; reconnect: {e}")),
     }
 }

@@ -256,6 +256,8 @@ pub fn run_worker(
         precise_sleep();
     }
     let mut all_events = 0u64;
+    // Measured events that failed (they count toward a quota too).
+    let mut failed = 0u64;
     let counter = &shared.events[index].0;
     'events: loop {
         let mut phase = shared.phase.load(Ordering::Relaxed);
@@ -299,6 +301,7 @@ pub fn run_worker(
             Err(e) => {
                 if measuring {
                     *report.errors.entry(e.message.clone()).or_default() += 1;
+                    failed += 1;
                 }
                 if e.lost() {
                     match connector.connect() {
@@ -313,7 +316,6 @@ pub fn run_worker(
         }
         all_events += 1;
         counter.store(all_events, Ordering::Relaxed);
-        let failed: u64 = report.errors.values().sum();
         if setup.quota.is_some_and(|q| report.queries + failed >= q) {
             break;
         }

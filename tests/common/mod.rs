@@ -165,6 +165,39 @@ pub fn global_var(socket: &Path, name: &str) -> String {
     v.unwrap_or_default()
 }
 
+/// The JSON a command printed, after checking it exited 0.
+pub fn json_of(o: &std::process::Output) -> serde_json::Value {
+    assert_eq!(o.status.code(), Some(0), "{}", text(o));
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {}", text(o)))
+}
+
+/// The lean clients' tests run each client model: `--client-threads` 0 (one thread per
+/// connection), then the event loop on two threads.
+pub const CLIENT_MODELS: [&str; 2] = ["0", "2"];
+
+/// `dbtax bench` arguments: `query` against `url` for `secs`, 3 clients run as `model` says
+/// (`--client-threads`), one JSON object out.
+pub fn bench_query_args(url: &str, query: &str, secs: &str, model: &str) -> Vec<String> {
+    [
+        "bench",
+        "--target",
+        url,
+        "--query",
+        query,
+        "--threads",
+        "3",
+        "--duration",
+        secs,
+        "--warmup",
+        "0s",
+        "--client-threads",
+        model,
+        "--json",
+    ]
+    .map(String::from)
+    .to_vec()
+}
+
 /// A finished command's exit code, stdout and stderr, for assertion messages.
 pub fn text(o: &std::process::Output) -> String {
     format!(

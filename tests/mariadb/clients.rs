@@ -6,27 +6,11 @@
 
 use super::*;
 
-/// `--client-threads`: one thread per connection, then the event loop on two threads.
-pub(crate) const MODELS: [&str; 2] = ["0", "2"];
+use common::CLIENT_MODELS as MODELS;
 
 /// `dbtax bench` of `query` for `secs` with 3 clients run as `model` says.
 fn bench_query(ctx: &Ctx, url: &str, query: &str, secs: &str, model: &str) -> Output {
-    ctx.run(&[
-        "bench",
-        "--target",
-        url,
-        "--query",
-        query,
-        "--threads",
-        "3",
-        "--duration",
-        secs,
-        "--warmup",
-        "0s",
-        "--client-threads",
-        model,
-        "--json",
-    ])
+    ctx.run(&common::bench_query_args(url, query, secs, model))
 }
 
 /// Kill every connection running `like` (as root) once, after `after`; returns how many.

@@ -16,7 +16,7 @@ mod restart;
 mod run;
 mod safety;
 
-use common::{text, validate_results};
+use common::{json_of, text, validate_results};
 use dbtax::server::ManagedConfig;
 use dbtax::server::mysql::managed::ManagedServer;
 use mysql::prelude::Queryable;
@@ -108,11 +108,6 @@ impl Ctx {
 
 fn ok(o: &Output) {
     assert_eq!(o.status.code(), Some(0), "{}", text(o));
-}
-
-fn json_of(o: &Output) -> serde_json::Value {
-    ok(o);
-    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {}", text(o)))
 }
 
 fn cell<'a>(v: &'a serde_json::Value, variant: &str, threads: u64) -> &'a serde_json::Value {

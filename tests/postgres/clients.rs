@@ -5,31 +5,10 @@
 
 use super::*;
 
-/// `--client-threads`: one thread per connection, then the event loop on two threads.
-const MODELS: [&str; 2] = ["0", "2"];
+use common::{CLIENT_MODELS as MODELS, json_of};
 
 fn bench_query(ctx: &Ctx, url: &str, query: &str, secs: &str, model: &str) -> Output {
-    ctx.run(&[
-        "bench",
-        "--target",
-        url,
-        "--query",
-        query,
-        "--threads",
-        "3",
-        "--duration",
-        secs,
-        "--warmup",
-        "0s",
-        "--client-threads",
-        model,
-        "--json",
-    ])
-}
-
-fn json_of(o: &Output) -> serde_json::Value {
-    ok(o);
-    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {}", text(o)))
+    ctx.run(&common::bench_query_args(url, query, secs, model))
 }
 
 pub(crate) fn the_lean_client_survives_big_rows_errors_and_terminated_backends(ctx: &Ctx) {

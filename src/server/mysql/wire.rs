@@ -7,7 +7,7 @@
 //! password over a unix socket, RSA-encrypted over TCP), with an auth switch when asked.
 
 use crate::workload::session::{DbError, Kind, Stmt, Value};
-use crate::workload::wire::{Conn, Protocol, Request, Step, Stream, io_lost, lost};
+use crate::workload::wire::{Conn, Protocol, Request, Step, Stream, io_lost, lost, skip_on};
 use mysql_common::constants::CapabilityFlags;
 use mysql_common::io::ParseBuf;
 use mysql_common::packets::{AuthPlugin, HandshakePacket, HandshakeResponse};
@@ -262,13 +262,8 @@ impl Protocol for MyWire {
     fn feed(&mut self, input: &[u8]) -> (usize, Step) {
         let mut at = 0;
         loop {
-            if self.skip > 0 {
-                let n = self.skip.min(input.len() - at);
-                self.skip -= n;
-                at += n;
-                if self.skip > 0 {
-                    return (at, Step::More);
-                }
+            if skip_on(&mut self.skip, input, &mut at) {
+                return (at, Step::More);
             }
             let rest = &input[at..];
             if rest.len() < 5 {

@@ -7,7 +7,7 @@
 
 use super::tls::Tls;
 use crate::workload::session::{DbError, Kind, Stmt, Value};
-use crate::workload::wire::{Conn, Protocol, Request, Step, Stream, io_lost, lost};
+use crate::workload::wire::{Conn, Protocol, Request, Step, Stream, io_lost, lost, skip_on};
 use bytes::BytesMut;
 use postgres::config::Host;
 use postgres_protocol::authentication::{md5_hash, sasl};
@@ -40,35 +40,35 @@ impl PgWire {
             error: None,
         }
     }
+}
 
-    /// Move what `postgres-protocol` encoded into `out`.
-    fn flush_into(&mut self, out: &mut Vec<u8>) {
-        out.extend_from_slice(&self.scratch);
-        self.scratch.clear();
-    }
+/// Move what `postgres-protocol` encoded into `buf` to `out`.
+fn flush_into(buf: &mut BytesMut, out: &mut Vec<u8>) {
+    out.extend_from_slice(buf);
+    buf.clear();
+}
 
-    /// Bind + Execute + Sync of a named statement.
-    fn run(&mut self, name: &str, params: &[Value<'_>], out: &mut Vec<u8>) {
-        let bound = frontend::bind(
-            "",
-            name,
-            std::iter::empty(),
-            params.iter(),
-            |v, buf| {
-                match *v {
-                    Value::Int(i) => std::fmt::Write::write_fmt(buf, format_args!("{i}"))?,
-                    Value::Text(s) => buf.extend_from_slice(s.as_bytes()),
-                }
-                Ok(postgres_protocol::IsNull::No)
-            },
-            std::iter::empty(),
-            &mut self.scratch,
-        );
-        debug_assert!(bound.is_ok(), "text parameters always encode");
-        let _ = frontend::execute("", 0, &mut self.scratch);
-        frontend::sync(&mut self.scratch);
-        self.flush_into(out);
-    }
+/// Bind + Execute + Sync of a named statement, text parameters, into `buf`, then `out`.
+fn run(buf: &mut BytesMut, name: &str, params: &[Value<'_>], out: &mut Vec<u8>) {
+    let bound = frontend::bind(
+        "",
+        name,
+        std::iter::empty(),
+        params.iter(),
+        |v, buf| {
+            match *v {
+                Value::Int(i) => std::fmt::Write::write_fmt(buf, format_args!("{i}"))?,
+                Value::Text(s) => buf.extend_from_slice(s.as_bytes()),
+            }
+            Ok(postgres_protocol::IsNull::No)
+        },
+        std::iter::empty(),
+        buf,
+    );
+    debug_assert!(bound.is_ok(), "text parameters always encode");
+    let _ = frontend::execute("", 0, buf);
+    frontend::sync(buf);
+    flush_into(buf, out);
 }
 
 /// An ErrorResponse's fields as a `DbError` ("message (SQLSTATE code)"); FATAL and PANIC
@@ -100,14 +100,12 @@ fn error_of(body: &[u8]) -> DbError {
 
 impl Protocol for PgWire {
     fn execute(&mut self, stmt: Stmt, params: &[Value<'_>], out: &mut Vec<u8>) {
-        let name = std::mem::take(&mut self.names[stmt]);
-        self.run(&name, params, out);
-        self.names[stmt] = name;
+        run(&mut self.scratch, &self.names[stmt], params, out);
     }
 
     fn simple(&mut self, sql: &str, out: &mut Vec<u8>) {
         let _ = frontend::query(sql, &mut self.scratch);
-        self.flush_into(out);
+        flush_into(&mut self.scratch, out);
     }
 
     fn prepare(&mut self, sql: &str, out: &mut Vec<u8>) {
@@ -115,16 +113,16 @@ impl Protocol for PgWire {
         let sql = super::session::number_placeholders(sql);
         let _ = frontend::parse(&name, &sql, std::iter::empty(), &mut self.scratch);
         frontend::sync(&mut self.scratch);
-        self.flush_into(out);
+        flush_into(&mut self.scratch, out);
         self.names.push(name);
     }
 
     fn begin(&mut self, out: &mut Vec<u8>) {
-        self.run(BEGIN, &[], out);
+        run(&mut self.scratch, BEGIN, &[], out);
     }
 
     fn commit(&mut self, out: &mut Vec<u8>) {
-        self.run(COMMIT, &[], out);
+        run(&mut self.scratch, COMMIT, &[], out);
     }
 
     fn expect(&mut self, _request: Request) {
@@ -135,13 +133,8 @@ impl Protocol for PgWire {
     fn feed(&mut self, input: &[u8]) -> (usize, Step) {
         let mut at = 0;
         loop {
-            if self.skip > 0 {
-                let n = self.skip.min(input.len() - at);
-                self.skip -= n;
-                at += n;
-                if self.skip > 0 {
-                    return (at, Step::More);
-                }
+            if skip_on(&mut self.skip, input, &mut at) {
+                return (at, Step::More);
             }
             let rest = &input[at..];
             if rest.len() < 5 {

@@ -53,6 +53,20 @@ pub trait Protocol: Send {
     fn prepared(&mut self) -> Stmt;
 }
 
+/// Skip what is left of a message being passed over: advances `at` in `input` and lowers
+/// `skip`; true while the message continues past what has arrived.
+pub fn skip_on(skip: &mut usize, input: &[u8], at: &mut usize) -> bool {
+    let n = (*skip).min(input.len() - *at);
+    *skip -= n;
+    *at += n;
+    *skip > 0
+}
+
+/// The peer closed the connection: the words a worker counts it by.
+pub fn closed() -> DbError {
+    lost("the server closed the connection")
+}
+
 /// A connection's lost: the words a worker counts it by.
 pub fn lost(what: impl std::fmt::Display) -> DbError {
     DbError {
@@ -161,7 +175,7 @@ impl Conn {
                 return r;
             }
             match self.inbox.fill(&mut self.stream) {
-                Ok(0) => return Err(lost("the server closed the connection")),
+                Ok(0) => return Err(closed()),
                 Ok(_) => {}
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
                 Err(e) => return Err(io_lost(e)),
