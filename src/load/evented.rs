@@ -104,6 +104,15 @@ pub fn can_run(clients: &mut [Client]) -> bool {
         .all(|c| c.conn().is_some_and(|c| !c.stream.is_tls()))
 }
 
+/// One loop thread's shared parts: its epoll, the trial's shared state, what reconnects,
+/// and the one report of all its connections.
+struct Thread<'a> {
+    poller: Poller,
+    shared: &'a Shared,
+    connector: &'a Connector,
+    report: WorkerReport,
+}
+
 /// Run these clients on this thread until the phase says stop (each until its quota in
 /// queries mode); one report for them all.
 pub fn run(
@@ -117,7 +126,7 @@ pub fn run(
         Ok(p) => p,
         Err(e) => {
             report.fatal = Some(format!("cannot start the event loop: {e}"));
-            finish_all(shared, clients.len());
+            shared.finished.fetch_add(clients.len(), Ordering::Release);
             return report;
         }
     };
@@ -150,8 +159,14 @@ pub fn run(
             }
         })
         .collect();
+    let mut t = Thread {
+        poller,
+        shared,
+        connector,
+        report,
+    };
     for (key, slot) in slots.iter_mut().enumerate() {
-        attach(&poller, key, slot, &mut report, shared);
+        t.attach(key, slot);
     }
     let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; slots.len().clamp(1, 256)];
     loop {
@@ -175,14 +190,16 @@ pub fn run(
                         wake = wake.min(at);
                         break;
                     }
-                    _ => start(&poller, key, slot, phase, shared, &mut report, connector),
+                    _ => t.start(key, slot, phase),
                 }
             }
         }
         if !live {
             break;
         }
-        let n = poller.wait(&mut events, wake.saturating_duration_since(Instant::now()));
+        let n = t
+            .poller
+            .wait(&mut events, wake.saturating_duration_since(Instant::now()));
         for ev in &events[..n] {
             let key = ev.u64 as usize;
             let slot = &mut slots[key];
@@ -190,307 +207,257 @@ pub fn run(
                 continue;
             }
             if !slot.busy {
-                idle_readable(&poller, key, slot, shared, &mut report, connector);
+                t.idle_readable(key, slot);
                 continue;
             }
             if ev.events & libc::EPOLLOUT as u32 != 0
-                && let Err(e) = flush(&poller, key, slot)
+                && let Err(e) = t.flush(key, slot)
             {
-                fail(&poller, key, slot, e, shared, &mut report, connector);
+                t.fail(key, slot, e);
                 continue;
             }
             if ev.events & (libc::EPOLLIN | libc::EPOLLHUP | libc::EPOLLERR) as u32 != 0 {
-                readable(&poller, key, slot, shared, &mut report, connector);
+                t.readable(key, slot);
             }
         }
     }
     let left = slots.iter().filter(|s| !s.done).count();
-    finish_all(shared, left);
-    report
+    shared.finished.fetch_add(left, Ordering::Release);
+    t.report
 }
 
-fn finish_all(shared: &Shared, n: usize) {
-    shared.finished.fetch_add(n, Ordering::Release);
-}
+impl Thread<'_> {
+    /// Register a slot's socket, non-blocking (a failure ends the slot, reported).
+    fn attach(&mut self, key: usize, slot: &mut Slot) {
+        let conn = slot
+            .client
+            .conn()
+            .expect("the event loop runs lean clients only");
+        let fd = conn.stream.as_raw_fd();
+        if let Err(e) = conn.stream.set_nonblocking(true) {
+            self.end(slot, format!("cannot make the socket non-blocking: {e}"));
+            return;
+        }
+        self.poller.ctl(libc::EPOLL_CTL_ADD, fd, key, false);
+    }
 
-/// Register a slot's socket, non-blocking (a failure ends the slot, reported).
-fn attach(
-    poller: &Poller,
-    key: usize,
-    slot: &mut Slot,
-    report: &mut WorkerReport,
-    shared: &Shared,
-) {
-    let conn = slot
-        .client
-        .conn()
-        .expect("the event loop runs lean clients only");
-    let fd = conn.stream.as_raw_fd();
-    if let Err(e) = conn.stream.set_nonblocking(true) {
-        end(
-            slot,
+    /// Take a slot's socket out of epoll.
+    fn detach(&self, key: usize, slot: &mut Slot) {
+        if let Some(conn) = slot.client.conn() {
+            self.poller
+                .ctl(libc::EPOLL_CTL_DEL, conn.stream.as_raw_fd(), key, false);
+        }
+    }
+
+    /// A slot that cannot go on: its reason is the report's fatal error.
+    fn end(&mut self, slot: &mut Slot, why: String) {
+        slot.done = true;
+        slot.busy = false;
+        self.report.fatal.get_or_insert(why);
+        self.shared.finished.fetch_add(1, Ordering::Release);
+    }
+
+    /// Begin the slot's next event: plan it, send its first request.
+    fn start(&mut self, key: usize, slot: &mut Slot, phase: u8) {
+        let intended = slot.due;
+        let now = Instant::now();
+        slot.measuring = phase == PHASE_MEASURE;
+        if let Some(s) = slot.setup.schedule.as_mut() {
+            slot.due = Some(slot.setup.t0 + Duration::from_nanos(s.next_start()));
+        }
+        let shared = self.shared;
+        if late(
+            &mut self.report,
             shared,
-            report,
-            format!("cannot make the socket non-blocking: {e}"),
-        );
-        return;
+            &slot.setup,
+            intended,
+            now,
+            slot.measuring,
+        ) {
+            return;
+        }
+        let Some(n) = slot.client.plan(&mut slot.rng, &mut slot.requests) else {
+            self.end(slot, "a client could not plan its event".into());
+            return;
+        };
+        slot.statements = n;
+        slot.sent = Some(Sent {
+            t0: slot.setup.t0,
+            intended,
+            start: now,
+        });
+        slot.busy = true;
+        slot.current = 0;
+        slot.failure = None;
+        self.send(key, slot);
     }
-    poller.ctl(libc::EPOLL_CTL_ADD, fd, key, false);
-}
 
-/// A slot that cannot go on: its reason is the report's fatal error.
-fn end(slot: &mut Slot, shared: &Shared, report: &mut WorkerReport, why: String) {
-    slot.done = true;
-    slot.busy = false;
-    report.fatal.get_or_insert(why);
-    shared.finished.fetch_add(1, Ordering::Release);
-}
-
-/// Begin the slot's next event: plan it, send its first request.
-fn start(
-    poller: &Poller,
-    key: usize,
-    slot: &mut Slot,
-    phase: u8,
-    shared: &Shared,
-    report: &mut WorkerReport,
-    connector: &Connector,
-) {
-    let intended = slot.due;
-    let now = Instant::now();
-    slot.measuring = phase == PHASE_MEASURE;
-    if let Some(s) = slot.setup.schedule.as_mut() {
-        slot.due = Some(slot.setup.t0 + Duration::from_nanos(s.next_start()));
+    /// Write the current request (or the ROLLBACK) from where it stopped.
+    fn send(&mut self, key: usize, slot: &mut Slot) {
+        slot.written = 0;
+        slot.client
+            .conn()
+            .expect("lean")
+            .protocol
+            .expect(Request::Run);
+        if let Err(e) = self.flush(key, slot) {
+            self.fail(key, slot, e);
+        }
     }
-    if late(report, shared, &slot.setup, intended, now, slot.measuring) {
-        return;
-    }
-    let Some(n) = slot.client.plan(&mut slot.rng, &mut slot.requests) else {
-        end(
-            slot,
-            shared,
-            report,
-            "a client could not plan its event".into(),
-        );
-        return;
-    };
-    slot.statements = n;
-    slot.sent = Some(Sent {
-        t0: slot.setup.t0,
-        intended,
-        start: now,
-    });
-    slot.busy = true;
-    slot.current = 0;
-    slot.failure = None;
-    send(poller, key, slot, shared, report, connector);
-}
 
-/// Write the current request (or the ROLLBACK) from where it stopped.
-fn send(
-    poller: &Poller,
-    key: usize,
-    slot: &mut Slot,
-    shared: &Shared,
-    report: &mut WorkerReport,
-    connector: &Connector,
-) {
-    slot.written = 0;
-    slot.client
-        .conn()
-        .expect("lean")
-        .protocol
-        .expect(Request::Run);
-    if let Err(e) = flush(poller, key, slot) {
-        fail(poller, key, slot, e, shared, report, connector);
-    }
-}
-
-/// Write what is left of the request; watch for writability while some is.
-fn flush(poller: &Poller, key: usize, slot: &mut Slot) -> Result<(), DbError> {
-    let bytes = if slot.failure.is_some() {
-        &slot.rollback[..]
-    } else {
-        slot.requests.get(slot.current)
-    };
-    let conn = slot.client.conn().expect("lean");
-    let was_partial = slot.written > 0;
-    while slot.written < bytes.len() {
-        match conn.stream.write(&bytes[slot.written..]) {
-            Ok(0) => return Err(closed()),
-            Ok(n) => slot.written += n,
-            Err(e) if e.kind() == ErrorKind::Interrupted => {}
-            Err(e) if e.kind() == ErrorKind::WouldBlock => {
-                if !was_partial {
-                    poller.ctl(libc::EPOLL_CTL_MOD, conn.stream.as_raw_fd(), key, true);
+    /// Write what is left of the request; watch for writability while some is.
+    fn flush(&self, key: usize, slot: &mut Slot) -> Result<(), DbError> {
+        let bytes = if slot.failure.is_some() {
+            &slot.rollback[..]
+        } else {
+            slot.requests.get(slot.current)
+        };
+        let conn = slot.client.conn().expect("lean");
+        let fd = conn.stream.as_raw_fd();
+        let was_partial = slot.written > 0;
+        while slot.written < bytes.len() {
+            match conn.stream.write(&bytes[slot.written..]) {
+                Ok(0) => return Err(closed()),
+                Ok(n) => slot.written += n,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                    if !was_partial {
+                        self.poller.ctl(libc::EPOLL_CTL_MOD, fd, key, true);
+                    }
+                    return Ok(());
                 }
-                return Ok(());
+                Err(e) => return Err(io_lost(e)),
             }
-            Err(e) => return Err(io_lost(e)),
         }
+        if was_partial {
+            self.poller.ctl(libc::EPOLL_CTL_MOD, fd, key, false);
+        }
+        Ok(())
     }
-    if was_partial {
-        poller.ctl(libc::EPOLL_CTL_MOD, conn.stream.as_raw_fd(), key, false);
-    }
-    Ok(())
-}
 
-/// Read what arrived; move the event on when its answer is complete.
-fn readable(
-    poller: &Poller,
-    key: usize,
-    slot: &mut Slot,
-    shared: &Shared,
-    report: &mut WorkerReport,
-    connector: &Connector,
-) {
-    let conn = slot.client.conn().expect("lean");
-    let step = loop {
-        match conn.inbox.fill(&mut conn.stream) {
-            Ok(0) => break Step::Done(Err(closed())),
-            Ok(_) => {}
-            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-            Err(e) if e.kind() == ErrorKind::WouldBlock => return,
-            Err(e) => break Step::Done(Err(io_lost(e))),
-        }
-        if let Step::Done(r) = conn.inbox.feed(conn.protocol.as_mut()) {
-            break Step::Done(r);
-        }
-    };
-    let Step::Done(outcome) = step else { return };
-    match outcome {
-        Err(e) if e.lost() => fail(poller, key, slot, e, shared, report, connector),
-        Err(e) if slot.failure.is_none() && slot.requests.transaction => {
-            // Roll back, then report the statement's own error.
-            slot.failure = Some(e);
-            slot.rollback.clear();
-            let conn = slot.client.conn().expect("lean");
-            conn.protocol.simple("ROLLBACK", &mut slot.rollback);
-            send(poller, key, slot, shared, report, connector);
-        }
-        Err(e) => complete(slot, shared, report, Err(e)),
-        Ok(()) if slot.failure.is_some() => {
-            let e = slot.failure.take().expect("checked");
-            complete(slot, shared, report, Err(e));
-        }
-        Ok(()) if slot.current + 1 < slot.requests.ends.len() => {
-            slot.current += 1;
-            send(poller, key, slot, shared, report, connector);
-        }
-        Ok(()) => complete(slot, shared, report, Ok(())),
-    }
-    // Closed loop: the next event at once, without waiting for the loop's next turn.
-    if !slot.busy && !slot.done && slot.due.is_none() {
-        let phase = shared.phase.load(Ordering::Relaxed);
-        if phase != PHASE_STOP {
-            start(poller, key, slot, phase, shared, report, connector);
-        }
-    }
-}
-
-/// Something arrived on a connection between events: a notice is kept for the next answer's
-/// parser; a closed connection (the server went away, or killed an idle session) is made
-/// again, no event failed. (Level-triggered epoll would otherwise report it for ever.)
-fn idle_readable(
-    poller: &Poller,
-    key: usize,
-    slot: &mut Slot,
-    shared: &Shared,
-    report: &mut WorkerReport,
-    connector: &Connector,
-) {
-    let conn = slot.client.conn().expect("lean");
-    let why = match conn.inbox.fill(&mut conn.stream) {
-        Ok(0) => closed().message,
-        Ok(_) => return,
-        Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted) => return,
-        Err(e) => io_lost(e).message,
-    };
-    detach(poller, key, slot);
-    reconnect(poller, key, slot, shared, report, connector, &why);
-}
-
-/// The event is over: count it.
-fn complete(
-    slot: &mut Slot,
-    shared: &Shared,
-    report: &mut WorkerReport,
-    outcome: Result<(), DbError>,
-) {
-    slot.busy = false;
-    let mut counted = 0;
-    if slot.measuring {
+    /// Read what arrived; move the event on when its answer is complete.
+    fn readable(&mut self, key: usize, slot: &mut Slot) {
+        let conn = slot.client.conn().expect("lean");
+        let step = loop {
+            match conn.inbox.fill(&mut conn.stream) {
+                Ok(0) => break Step::Done(Err(closed())),
+                Ok(_) => {}
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return,
+                Err(e) => break Step::Done(Err(io_lost(e))),
+            }
+            if let Step::Done(r) = conn.inbox.feed(conn.protocol.as_mut()) {
+                break Step::Done(r);
+            }
+        };
+        let Step::Done(outcome) = step else { return };
         match outcome {
-            Ok(()) => {
-                let sent = slot.sent.expect("sent before answered");
-                sent.count(report, shared, slot.statements, Instant::now());
-                counted = u64::from(slot.statements);
+            Err(e) if e.lost() => self.fail(key, slot, e),
+            Err(e) if slot.failure.is_none() && slot.requests.transaction => {
+                // Roll back, then report the statement's own error.
+                slot.failure = Some(e);
+                slot.rollback.clear();
+                let conn = slot.client.conn().expect("lean");
+                conn.protocol.simple("ROLLBACK", &mut slot.rollback);
+                self.send(key, slot);
             }
-            Err(e) => {
-                // Counted against the quota too: a statement that always fails must end.
-                *report.errors.entry(e.message).or_default() += 1;
-                counted = 1;
+            Err(e) => self.complete(slot, Err(e)),
+            Ok(()) if slot.failure.is_some() => {
+                let e = slot.failure.take().expect("checked");
+                self.complete(slot, Err(e));
+            }
+            Ok(()) if slot.current + 1 < slot.requests.ends.len() => {
+                slot.current += 1;
+                self.send(key, slot);
+            }
+            Ok(()) => self.complete(slot, Ok(())),
+        }
+        // Closed loop: the next event at once, without waiting for the loop's next turn.
+        if !slot.busy && !slot.done && slot.due.is_none() {
+            let phase = self.shared.phase.load(Ordering::Relaxed);
+            if phase != PHASE_STOP {
+                self.start(key, slot, phase);
             }
         }
     }
-    slot.all_events += 1;
-    shared.events[slot.setup.index]
-        .0
-        .store(slot.all_events, Ordering::Relaxed);
-    // Queries mode: what is left of this connection's quota of measured statements.
-    if let Some(q) = slot.setup.quota.as_mut() {
-        *q = q.saturating_sub(counted);
-        if *q == 0 {
-            slot.done = true;
-            shared.finished.fetch_add(1, Ordering::Release);
+
+    /// Something arrived on a connection between events: a notice is kept for the next
+    /// answer's parser; a closed connection (the server went away, or killed an idle
+    /// session) is made again, no event failed. (Level-triggered epoll would otherwise
+    /// report it for ever.)
+    fn idle_readable(&mut self, key: usize, slot: &mut Slot) {
+        let conn = slot.client.conn().expect("lean");
+        let why = match conn.inbox.fill(&mut conn.stream) {
+            Ok(0) => closed().message,
+            Ok(_) => return,
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted) => {
+                return;
+            }
+            Err(e) => io_lost(e).message,
+        };
+        self.detach(key, slot);
+        self.reconnect(key, slot, &why);
+    }
+
+    /// The event is over: count it.
+    fn complete(&mut self, slot: &mut Slot, outcome: Result<(), DbError>) {
+        slot.busy = false;
+        let mut counted = 0;
+        if slot.measuring {
+            match outcome {
+                Ok(()) => {
+                    let sent = slot.sent.expect("sent before answered");
+                    sent.count(
+                        &mut self.report,
+                        self.shared,
+                        slot.statements,
+                        Instant::now(),
+                    );
+                    counted = u64::from(slot.statements);
+                }
+                Err(e) => {
+                    // Counted against the quota too: a statement that always fails must end.
+                    *self.report.errors.entry(e.message).or_default() += 1;
+                    counted = 1;
+                }
+            }
+        }
+        slot.all_events += 1;
+        self.shared.events[slot.setup.index]
+            .0
+            .store(slot.all_events, Ordering::Relaxed);
+        // Queries mode: what is left of this connection's quota of measured statements.
+        if let Some(q) = slot.setup.quota.as_mut() {
+            *q = q.saturating_sub(counted);
+            if *q == 0 {
+                slot.done = true;
+                self.shared.finished.fetch_add(1, Ordering::Release);
+            }
         }
     }
-}
 
-/// The connection is lost: count the event's failure, connect again (blocking; rare), or
-/// end the slot when that fails too.
-fn fail(
-    poller: &Poller,
-    key: usize,
-    slot: &mut Slot,
-    e: DbError,
-    shared: &Shared,
-    report: &mut WorkerReport,
-    connector: &Connector,
-) {
-    // Out of epoll first: a closed socket would be reported on every wait, done or not.
-    detach(poller, key, slot);
-    slot.failure = None;
-    let why = format!("connection lost: {}", e.message);
-    complete(slot, shared, report, Err(e));
-    if !slot.done {
-        reconnect(poller, key, slot, shared, report, connector, &why);
-    }
-}
-
-/// Take a slot's socket out of epoll.
-fn detach(poller: &Poller, key: usize, slot: &mut Slot) {
-    if let Some(conn) = slot.client.conn() {
-        poller.ctl(libc::EPOLL_CTL_DEL, conn.stream.as_raw_fd(), key, false);
-    }
-}
-
-/// Replace a slot's closed connection (`why`), already out of epoll: connect again
-/// (blocking; rare) and register the new one, or end the slot when that fails too.
-fn reconnect(
-    poller: &Poller,
-    key: usize,
-    slot: &mut Slot,
-    shared: &Shared,
-    report: &mut WorkerReport,
-    connector: &Connector,
-    why: &str,
-) {
-    match connector.connect() {
-        Ok(c) => {
-            slot.client = c;
-            attach(poller, key, slot, report, shared);
+    /// The connection is lost: count the event's failure, connect again, or end the slot
+    /// when that fails too.
+    fn fail(&mut self, key: usize, slot: &mut Slot, e: DbError) {
+        // Out of epoll first: a closed socket would be reported on every wait, done or not.
+        self.detach(key, slot);
+        slot.failure = None;
+        let why = format!("connection lost: {}", e.message);
+        self.complete(slot, Err(e));
+        if !slot.done {
+            self.reconnect(key, slot, &why);
         }
-        Err(e) => end(slot, shared, report, format!("{why}; reconnect: {e}")),
+    }
+
+    /// Replace a slot's closed connection (`why`), already out of epoll: connect again
+    /// (blocking; rare) and register the new one, or end the slot when that fails too.
+    fn reconnect(&mut self, key: usize, slot: &mut Slot, why: &str) {
+        match self.connector.connect() {
+            Ok(c) => {
+                slot.client = c;
+                self.attach(key, slot);
+            }
+            Err(e) => self.end(slot, format!("{why}; reconnect: {e}")),
+        }
     }
 }
