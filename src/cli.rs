@@ -166,6 +166,41 @@ pub struct WorkloadArgs {
     /// SQL run once before the query workload (e.g. CREATE TABLE ...).
     #[arg(long)]
     pub setup: Option<String>,
+    /// Replay a captured statement log as the workload (implies --workload replay): a
+    /// MariaDB/MySQL general or slow log, or a PostgreSQL log (log_statement=all; stderr
+    /// with %c or %p in log_line_prefix, or csvlog). Read-only statements only, unless
+    /// --replay-writes
+    #[arg(long, value_name = "FILE")]
+    pub log: Option<PathBuf>,
+    /// The log's format when it cannot be told from its first lines: general, slow,
+    /// postgres, csvlog
+    #[arg(long, value_name = "FORMAT")]
+    pub log_format: Option<String>,
+    /// Replay only the busiest N sessions of the slice
+    #[arg(long, value_name = "N")]
+    pub sessions: Option<u32>,
+    /// Start the slice here: an offset from the log's start (90s, 5m) or a time as the log
+    /// writes it ('2026-12-01 10:00:00')
+    #[arg(long, value_name = "TIME")]
+    pub from: Option<String>,
+    /// End the slice here at the latest (same forms as --from)
+    #[arg(long, value_name = "TIME")]
+    pub to: Option<String>,
+    /// asap: each client's next statement once the last is answered (throughput overhead);
+    /// recorded: each statement at its recorded time (latency added, as --rate); 2x: twice
+    /// as fast as recorded
+    #[arg(long, value_name = "asap|recorded|Nx")]
+    pub pace: Option<String>,
+    /// Replay statements that change data or schema too (each trial changes what the next
+    /// reads): on a managed target, or with --i-understand-writes
+    #[arg(long)]
+    pub replay_writes: bool,
+    /// Allow --replay-writes on a server dbtax did not start (results.json records it)
+    #[arg(long)]
+    pub i_understand_writes: bool,
+    /// At most this many statements in the slice (default 200000)
+    #[arg(long, value_name = "N")]
+    pub max_statements: Option<u64>,
 }
 
 /// `dbtax bench`.
@@ -297,6 +332,10 @@ pub struct RunArgs {
     /// Measured time per trial.
     #[arg(long, value_parser = crate::units::duration)]
     pub trial: Option<Duration>,
+    /// Each trial runs exactly N statements (split over the clients) and is timed, instead
+    /// of running for --trial: with a replay, every trial the same statements
+    #[arg(long, value_name = "N")]
+    pub queries_per_trial: Option<u64>,
     /// The longest settle after each switch, before measuring: the warm-up ends sooner, once
     /// the throughput of successive 100 ms windows shows no trend (never before 0.3 s). Default 1s.
     #[arg(long, value_parser = crate::units::duration)]

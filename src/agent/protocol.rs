@@ -261,6 +261,7 @@ impl AgentReport {
             events: self.events,
             errors: self.errors.clone(),
             fatal: self.fatal.clone(),
+            by_tag: vec![],
             open: self
                 .open
                 .as_ref()
@@ -328,6 +329,7 @@ mod tests {
                 errors: BTreeMap::new(),
                 fatal: None,
                 open: None,
+                by_tag: vec![],
             };
             let line = serde_json::to_string(&Reply::Report(Box::new(
                 AgentReport::new(&r, 1000, (1, 2)).unwrap(),

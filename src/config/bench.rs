@@ -30,7 +30,7 @@ pub struct Bench {
 /// `dbtax bench`'s flags, validated.
 pub fn bench(args: &BenchArgs) -> Result<Bench> {
     let server = server_config(&args.target, None)?;
-    let workload = workload_from(&args.workload, Workload::default())?;
+    let mut workload = workload_from(&args.workload, Workload::default())?;
     if args.threads == 0 {
         return Err(usage("--threads must be at least 1"));
     }
@@ -49,6 +49,13 @@ pub fn bench(args: &BenchArgs) -> Result<Bench> {
         args.rate.arrival.as_deref(),
         args.rate.skip_late,
         None,
+    )?;
+    let mut open = open;
+    super::load_replay(
+        &mut workload,
+        args.warmup + args.duration,
+        !args.agents.agents.is_empty(),
+        &mut open,
     )?;
     let rate = match open {
         Some(o) => match o.levels.as_slice() {

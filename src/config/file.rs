@@ -60,6 +60,39 @@ struct WorkloadFile {
     scale: Option<u32>,
     query: Option<StringOrList>,
     setup: Option<StringOrList>,
+    /// The replay workload's log, and how it is read.
+    log: Option<std::path::PathBuf>,
+    log_format: Option<String>,
+    sessions: Option<u32>,
+    from: Option<String>,
+    to: Option<String>,
+    pace: Option<String>,
+    replay_writes: Option<bool>,
+    max_statements: Option<u64>,
+}
+
+/// A file's replay: `log = "…"` and the keys that go with it (checked as the flags are).
+fn replay_of(w: &WorkloadFile) -> Result<Option<crate::workload::replay::slice::ReplaySpec>> {
+    use crate::workload::replay::slice::{LogFormat, Mark, Pace, ReplaySpec};
+    let Some(log) = &w.log else {
+        return Ok(None);
+    };
+    let mut spec = ReplaySpec::of(log);
+    spec.format = w.log_format.as_deref().map(LogFormat::parse).transpose()?;
+    spec.sessions = w.sessions;
+    for m in [&w.from, &w.to].into_iter().flatten() {
+        Mark::parse(m)?;
+    }
+    spec.from.clone_from(&w.from);
+    spec.to.clone_from(&w.to);
+    if let Some(p) = &w.pace {
+        spec.pace = Pace::parse(p)?;
+    }
+    spec.writes = w.replay_writes.unwrap_or(false);
+    if let Some(n) = w.max_statements {
+        spec.max_statements = n;
+    }
+    Ok(Some(spec))
 }
 
 /// `rate = "50%"`, `rate = 2000`, or a list of either.
@@ -170,6 +203,7 @@ pub fn from_toml(text: &str, default_name: &str) -> Result<Experiment> {
     exp.target = f.target;
     if let Some(w) = f.workload {
         exp.workload.kind = WorkloadKind::parse(&w.kind)?;
+        exp.workload.replay = replay_of(&w)?;
         if let Some(t) = w.tables {
             exp.workload.tables = t;
         }

@@ -96,6 +96,115 @@ pub fn workload_from(args: &WorkloadArgs, mut base: Workload) -> Result<Workload
     if let Some(s) = &args.setup {
         base.setup = split_sql(s);
     }
+    replay_from(args, &mut base)?;
     base.validate()?;
     Ok(base)
+}
+
+/// The replay flags over a workload: `--log` makes it a replay; the others need one.
+fn replay_from(args: &WorkloadArgs, base: &mut Workload) -> Result<()> {
+    use crate::workload::replay::slice::{LogFormat, Pace, ReplaySpec};
+    if let Some(log) = &args.log {
+        if args.workload.is_some_and(|k| k != WorkloadKind::Replay) {
+            return Err(usage("--log goes with --workload replay"));
+        }
+        base.kind = WorkloadKind::Replay;
+        base.replay = Some(ReplaySpec::of(log));
+    }
+    let given = args.log_format.is_some()
+        || args.sessions.is_some()
+        || args.from.is_some()
+        || args.to.is_some()
+        || args.pace.is_some()
+        || args.replay_writes
+        || args.i_understand_writes
+        || args.max_statements.is_some();
+    let Some(spec) = base.replay.as_mut() else {
+        if given {
+            return Err(usage(
+                "--log-format, --sessions, --from, --to, --pace, --replay-writes and \
+                 --max-statements go with a replay: give --log FILE",
+            ));
+        }
+        return Ok(());
+    };
+    if let Some(f) = &args.log_format {
+        spec.format = Some(LogFormat::parse(f)?);
+    }
+    if let Some(n) = args.sessions {
+        if n == 0 {
+            return Err(usage("--sessions must be at least 1"));
+        }
+        spec.sessions = Some(n);
+    }
+    if let Some(f) = &args.from {
+        crate::workload::replay::slice::Mark::parse(f)?;
+        spec.from = Some(f.clone());
+    }
+    if let Some(t) = &args.to {
+        crate::workload::replay::slice::Mark::parse(t)?;
+        spec.to = Some(t.clone());
+    }
+    if let Some(p) = &args.pace {
+        spec.pace = Pace::parse(p)?;
+    }
+    spec.writes |= args.replay_writes;
+    spec.i_understand_writes |= args.i_understand_writes;
+    if let Some(n) = args.max_statements {
+        if n == 0 {
+            return Err(usage("--max-statements must be at least 1"));
+        }
+        spec.max_statements = n;
+    }
+    Ok(())
+}
+
+/// Read a replay's slice before anything changes (a log that cannot be read is bad input);
+/// a recorded pace runs as rate mode at the slice's recorded rate. `longest`: the longest a
+/// trial's load runs (warm-up and window); `agents`: whether agents make the load.
+pub fn load_replay(
+    workload: &mut Workload,
+    longest: std::time::Duration,
+    agents: bool,
+    open: &mut Option<crate::experiment::spec::OpenLoop>,
+) -> Result<()> {
+    use crate::workload::replay::slice::Pace;
+    let Some(spec) = workload.replay.clone() else {
+        return Ok(());
+    };
+    if agents {
+        return Err(usage(
+            "a replay runs its clients on this machine: --agents and --workload replay do not \
+             go together",
+        ));
+    }
+    let speed = match spec.pace {
+        Pace::Recorded(x) => Some(x),
+        Pace::Asap => None,
+    };
+    if speed.is_some() && open.is_some() {
+        return Err(usage(
+            "--pace recorded sets the rate (each statement at its recorded time): leave out \
+             --rate, or use --pace asap with it",
+        ));
+    }
+    // Margin: the warm-up may settle a little past its length.
+    let span = speed.map(|x| (longest + std::time::Duration::from_secs(2)).mul_f64(x));
+    workload.load_replay(span)?;
+    if let (Some(x), Some(slice)) = (speed, &workload.slice.0) {
+        if slice.stats.recorded_rate <= 0.0 {
+            return Err(usage(
+                "--pace recorded needs statements at more than one recorded time: this slice \
+                 has them all at one instant (use --pace asap)",
+            ));
+        }
+        *open = Some(crate::experiment::spec::OpenLoop {
+            levels: vec![crate::experiment::spec::RateLevel::PerSecond(
+                slice.stats.recorded_rate * x,
+            )],
+            arrival: crate::load::Arrival::Uniform,
+            skip_late: None,
+        });
+    }
+    Ok(())
 }

@@ -120,6 +120,7 @@ pub fn build(name: &str, size: Size) -> Result<Experiment> {
                 table_size: 0,
                 scale: 1,
                 setup: vec![],
+                ..Default::default()
             };
             let mut e = base(name, w, vec![64], 5);
             e.queries_per_trial = Some(if quick { 300_000 } else { 1_000_000 });

@@ -53,6 +53,12 @@ pub fn experiment(args: &RunArgs) -> Result<Experiment> {
     if let Some(t) = args.trial {
         exp.trial = t;
     }
+    if let Some(n) = args.queries_per_trial {
+        if n == 0 {
+            return Err(usage("--queries-per-trial must be at least 1"));
+        }
+        exp.queries_per_trial = Some(n);
+    }
     if let Some(w) = args.warmup {
         exp.warmup = w;
     }
@@ -108,6 +114,12 @@ pub fn experiment(args: &RunArgs) -> Result<Experiment> {
              the results with `dbtax compare`",
         ));
     }
+    super::load_replay(
+        &mut exp.workload,
+        exp.warmup + exp.trial,
+        !exp.agents.is_empty(),
+        &mut exp.open_loop,
+    )?;
     if let Some(n) = &args.name {
         exp.name = n.clone();
     }

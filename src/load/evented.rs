@@ -274,6 +274,7 @@ impl Thread<'_> {
             now,
             slot.measuring,
         ) {
+            slot.client.skip();
             return;
         }
         let Some(n) = slot.client.plan(&mut slot.rng, &mut slot.requests) else {
@@ -285,6 +286,7 @@ impl Thread<'_> {
             t0: slot.setup.t0,
             intended,
             start: now,
+            tag: slot.client.tag(),
         });
         slot.busy = true;
         slot.current = 0;
@@ -454,7 +456,7 @@ impl Thread<'_> {
     fn reconnect(&mut self, key: usize, slot: &mut Slot, why: &str) {
         match self.connector.connect() {
             Ok(c) => {
-                slot.client = c;
+                slot.client = c.resume(&slot.client);
                 self.attach(key, slot);
             }
             Err(e) => self.end(slot, format!("{why}; reconnect: {e}")),

@@ -67,6 +67,9 @@ pub struct Schedule {
     gap_ns: f64,
     /// The next intended start, ns.
     next_ns: f64,
+    /// A replay at a recorded pace: the starts (ns), the period after which they repeat,
+    /// the next one's index and the round.
+    recorded: Option<(Vec<u64>, u64, usize, u64)>,
 }
 
 impl Schedule {
@@ -79,6 +82,7 @@ impl Schedule {
             arrival,
             gap_ns,
             next_ns: 0.0,
+            recorded: None,
         };
         s.next_ns = match arrival {
             // Worker i's first start at i/R: the merged stream is evenly spaced.
@@ -96,8 +100,32 @@ impl Schedule {
         }
     }
 
+    /// A replay's starts as recorded (ns from the trial's start), again every `period`.
+    pub fn recorded(starts: Vec<u64>, period: u64) -> Self {
+        Schedule {
+            rng: Rng::new(1),
+            arrival: Arrival::Uniform,
+            gap_ns: 0.0,
+            next_ns: 0.0,
+            recorded: Some((starts, period.max(1), 0, 0)),
+        }
+    }
+
     /// The next intended start (ns from the trial's start), and advance.
     pub fn next_start(&mut self) -> u64 {
+        if let Some((starts, period, i, round)) = self.recorded.as_mut() {
+            let Some(&at) = starts.get(*i) else {
+                // Nothing to replay: never.
+                return u64::MAX / 4;
+            };
+            *i += 1;
+            let at = at + *round * *period;
+            if *i == starts.len() {
+                *i = 0;
+                *round += 1;
+            }
+            return at;
+        }
         let at = self.next_ns;
         self.next_ns += self.gap();
         at as u64
@@ -177,6 +205,14 @@ mod tests {
             gaps.iter().all(|g| (g - 0.002).abs() < 1e-6),
             "evenly spaced"
         );
+    }
+
+    #[test]
+    fn a_recorded_schedule_repeats_its_starts_every_period() {
+        let mut s = Schedule::recorded(vec![0, 10, 25], 40);
+        let got: Vec<u64> = (0..7).map(|_| s.next_start()).collect();
+        assert_eq!(got, vec![0, 10, 25, 40, 50, 65, 80]);
+        assert!(Schedule::recorded(vec![], 40).next_start() > 1 << 60);
     }
 
     #[test]

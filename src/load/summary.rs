@@ -171,6 +171,38 @@ pub fn summarize(
     })
 }
 
+/// A replay's latencies by fingerprint: the workers' histograms added tag by tag, named by
+/// the slice's fingerprints.
+pub fn fingerprints(
+    reports: &[WorkerReport],
+    slice: &crate::workload::replay::slice::Slice,
+) -> Result<Vec<crate::results::TrialFingerprint>> {
+    let tags = reports.iter().map(|r| r.by_tag.len()).max().unwrap_or(0);
+    let mut out = vec![];
+    for (tag, info) in slice.fingerprints.iter().enumerate().take(tags) {
+        let mut all: Option<hdrhistogram::Histogram<u64>> = None;
+        for h in reports.iter().filter_map(|r| r.by_tag.get(tag)?.as_ref()) {
+            match all.as_mut() {
+                Some(a) => a.add(h).context("merging histograms")?,
+                None => all = Some(h.clone()),
+            }
+        }
+        let Some(h) = all.filter(|h| !h.is_empty()) else {
+            continue;
+        };
+        let ms = |us: u64| us as f64 / 1000.0;
+        out.push(crate::results::TrialFingerprint {
+            digest: info.digest.clone(),
+            sample: info.sample.clone(),
+            count: h.len(),
+            mean_ms: h.mean() / 1000.0,
+            p50_ms: ms(h.value_at_quantile(0.5)),
+            p99_ms: ms(h.value_at_quantile(0.99)),
+        });
+    }
+    Ok(out)
+}
+
 /// The workers' reports as one: histograms added (exact, never averaged), counts summed.
 pub fn merge_reports(reports: Vec<WorkerReport>) -> Result<WorkerReport> {
     let mut all = WorkerReport::empty(false);

@@ -97,10 +97,15 @@ pub fn run_local(
     let client_cpu_us = after.client_cpu_us.saturating_sub(before.client_cpu_us);
     // One report per OS thread that drove connections.
     let load_threads = reports.len() as u32;
+    let fingerprints = match &target.workload.workload.slice.0 {
+        Some(slice) => super::summary::fingerprints(&reports, slice)?,
+        None => vec![],
+    };
     let mut trial =
         super::summary::summarize(reports, &before, &after, plan.rate, client_cpu_us as f64)?;
     trial.settle_s = settled;
     trial.load_threads = Some(load_threads);
+    trial.fingerprints = fingerprints;
     // The halves were counted in events: in statements, as `qps` is.
     let per_event = if trial.tps > 0.0 {
         trial.qps / trial.tps
@@ -178,13 +183,19 @@ pub fn with_workers<R>(
         Execution::EventLoop(n) if evented::can_run(&mut clients) => n,
         _ => 0,
     };
-    let setups = clients.into_iter().enumerate().map(|(i, client)| {
+    let setups = clients.into_iter().enumerate().map(|(i, mut client)| {
+        // A replay: this client's share of the sessions, at their recorded times or not.
+        client.set_lane(i, threads);
+        let recorded = client
+            .recorded_schedule()
+            .map(|(starts, period)| Schedule::recorded(starts, period));
         let setup = WorkerSetup {
             index: i,
             quota: quota(i),
-            schedule: plan
-                .rate
-                .map(|r| Schedule::new(r.per_second, r.arrival, i, threads, seed)),
+            schedule: recorded.or_else(|| {
+                plan.rate
+                    .map(|r| Schedule::new(r.per_second, r.arrival, i, threads, seed))
+            }),
             skip_late: plan.rate.and_then(|r| r.skip_late),
             t0,
         };

@@ -105,6 +105,8 @@ pub struct WorkerReport {
     pub fatal: Option<String>,
     /// Rate mode only.
     pub open: Option<OpenLoopReport>,
+    /// A replay: latencies by fingerprint tag (µs, 2 significant digits), made on first use.
+    pub by_tag: Vec<Option<Histogram<u64>>>,
 }
 
 impl WorkerReport {
@@ -117,7 +119,21 @@ impl WorkerReport {
             errors: BTreeMap::new(),
             fatal: None,
             open: open.then(OpenLoopReport::empty),
+            by_tag: vec![],
         }
+    }
+
+    /// Record a replayed statement's latency under its fingerprint's tag.
+    pub fn tagged(&mut self, tag: u32, us: u64) {
+        let t = tag as usize;
+        if self.by_tag.len() <= t {
+            self.by_tag.resize_with(t + 1, || None);
+        }
+        self.by_tag[t]
+            .get_or_insert_with(|| {
+                Histogram::new_with_bounds(1, MAX_LATENCY_US, 2).expect("valid histogram bounds")
+            })
+            .saturating_record(us);
     }
 }
 
@@ -215,6 +231,8 @@ pub struct Sent {
     pub intended: Option<Instant>,
     /// Its actual send.
     pub start: Instant,
+    /// A replay: its statement's fingerprint tag.
+    pub tag: Option<u32>,
 }
 
 impl Sent {
@@ -224,6 +242,9 @@ impl Sent {
         let from = self.intended.unwrap_or(self.start);
         let us = done.saturating_duration_since(from).as_micros() as u64;
         report.latency_us.saturating_record(us.max(1));
+        if let Some(t) = self.tag {
+            report.tagged(t, us.max(1));
+        }
         report.queries += n as u64;
         report.events += 1;
         if let (Some(at), Some(open)) = (self.intended, report.open.as_mut()) {
@@ -284,6 +305,7 @@ pub fn run_worker(
         let start = Instant::now();
         let measuring = phase == PHASE_MEASURE;
         if late(&mut report, shared, &setup, intended, start, measuring) {
+            client.skip();
             continue;
         }
         let outcome = client.event(&mut rng);
@@ -291,6 +313,7 @@ pub fn run_worker(
             t0: setup.t0,
             intended,
             start,
+            tag: client.tag(),
         };
         match outcome {
             Ok(n) => {
@@ -305,7 +328,7 @@ pub fn run_worker(
                 }
                 if e.lost() {
                     match connector.connect() {
-                        Ok(c) => client = c,
+                        Ok(c) => client = c.resume(&client),
                         Err(e2) => {
                             report.fatal = Some(format!("connection lost: {e}; reconnect: {e2}"));
                             break;

@@ -61,6 +61,7 @@ pub fn render(r: &Results) -> String {
         }
     }
     s += &view.html();
+    s += &super::statements::html(r);
     s += "<h2>Charts</h2>\n<div class=\"charts\">\n";
     for c in view.charts() {
         let _ = writeln!(s, "<figure id=\"chart-{}\">{}</figure>", c.name, c.svg);

@@ -9,6 +9,7 @@ pub mod csv;
 pub mod html;
 pub mod interval;
 pub mod rate;
+pub mod statements;
 pub mod svg;
 pub mod table;
 pub mod view;

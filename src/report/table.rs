@@ -54,6 +54,7 @@ pub fn render(r: &Results) -> String {
             s += &format!("{h}\n");
         }
     }
+    s += &super::statements::text(r);
     if let Some(m) = view.method() {
         s += &format!("\n{m}\n");
     }

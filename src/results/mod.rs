@@ -7,9 +7,11 @@ use std::collections::BTreeMap;
 mod agents;
 mod analysis;
 mod estimate;
+mod fingerprints;
 pub use agents::{AgentInfo, AgentTrial, Coordination, ServerHost};
 pub use analysis::{Analysis, CarryOverTerm, DisturbedBlock, Interaction, Robust, Transient};
 pub use estimate::{CpuDelta, Estimate};
+pub use fingerprints::{FingerprintCost, FingerprintDelta, TrialFingerprint};
 
 /// The schema tag written into every results.json.
 pub const SCHEMA: &str = "dbtax/1";
@@ -126,6 +128,9 @@ pub struct Trial {
     /// Load from agents: what coordinating them cost this process over the whole trial.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub coordination: Option<Coordination>,
+    /// A replay: latency by fingerprint (the most frequent ones).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fingerprints: Vec<TrialFingerprint>,
 }
 
 /// Rate mode: what was asked of a trial and what it achieved.
@@ -315,6 +320,10 @@ pub struct Cell {
     /// baseline.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency_delta_ms: Option<LatencyDelta>,
+    /// A replay: what the variant added to each fingerprint's statements, the costliest
+    /// first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fingerprints: Vec<FingerprintCost>,
 }
 
 /// Rate mode: a cell's rate.

@@ -304,8 +304,40 @@ impl Server {
     pub fn check_statements(&self, workload: &Workload) -> Result<()> {
         self.engine().check_schema(&self.schema)?;
         self.engine.accepts(workload)?;
+        self.check_replay(workload)?;
         self.engine.check_access(&self.schema, workload)?;
         self.check_queries(workload, false)
+    }
+
+    /// A replay's log is this engine's, and its writes are replayed only where they may be.
+    fn check_replay(&self, workload: &Workload) -> Result<()> {
+        let (Some(spec), Some(slice)) = (&workload.replay, &workload.slice.0) else {
+            return Ok(());
+        };
+        let format = crate::workload::replay::slice::LogFormat::parse(&slice.stats.format)?;
+        let engine = self.engine();
+        if format.family() != engine.name {
+            return Err(crate::error::usage(format!(
+                "{} is a {} log ({}), and the target is {}: replay a log on the kind of \
+                 server that wrote it. Nothing was changed",
+                spec.log.display(),
+                format.name(),
+                if format.family() == "mysql" {
+                    "MariaDB/MySQL"
+                } else {
+                    "PostgreSQL"
+                },
+                engine.title
+            )));
+        }
+        if spec.writes && !self.is_managed() && !spec.i_understand_writes {
+            return Err(crate::error::usage(
+                "--replay-writes changes the data every trial reads (each trial replays the \
+                 same statements again): it runs on a managed target (--target managed), or \
+                 on this server with --i-understand-writes. Nothing was changed",
+            ));
+        }
+        Ok(())
     }
 
     /// The query workload's statements, prepared and not run: before the tables exist (no

@@ -7,6 +7,7 @@
 pub mod carryover;
 mod cells;
 mod correction;
+pub mod fingerprints;
 pub mod holm;
 mod interaction;
 pub mod overhead;

@@ -137,6 +137,10 @@ pub fn summarize(cells: &[CellTrials]) -> Summary {
                     .as_ref()
                     .map(|(level, asked)| cell_rate(level, *asked, &c.trials)),
                 latency_delta_ms,
+                fingerprints: super::fingerprints::costs(
+                    base.map(|b| b.trials.as_slice()),
+                    &c.trials,
+                ),
             };
             (cell, same)
         })
@@ -171,7 +175,7 @@ pub fn summarize(cells: &[CellTrials]) -> Summary {
 }
 
 /// The values of the blocks both ran and both have the value for: (baseline's, variant's).
-fn paired_values(
+pub(super) fn paired_values(
     baseline: &[Trial],
     variant: &[Trial],
     f: impl Fn(&Trial) -> Option<f64>,
@@ -191,7 +195,7 @@ fn paired_values(
 
 /// The variant minus its baseline in each block both ran and both have the value for, with
 /// a t interval over those blocks.
-fn by_block(
+pub(super) fn by_block(
     baseline: &[Trial],
     variant: &[Trial],
     f: impl Fn(&Trial) -> Option<f64>,

@@ -36,6 +36,8 @@ pub enum WorkloadKind {
     SimpleUpdate,
     /// pgbench's default (TPC-B like): simple-update plus a teller and a branch update.
     TpcbLike,
+    /// A captured statement log replayed, session by session (`--log FILE`).
+    Replay,
 }
 
 impl WorkloadKind {
@@ -50,6 +52,7 @@ impl WorkloadKind {
             WorkloadKind::SelectOnly => "select-only",
             WorkloadKind::SimpleUpdate => "simple-update",
             WorkloadKind::TpcbLike => "tpcb-like",
+            WorkloadKind::Replay => "replay",
         }
     }
 
@@ -62,7 +65,7 @@ impl WorkloadKind {
     }
 
     /// Every kind, in the order `--help` lists them.
-    pub const ALL: [WorkloadKind; 8] = [
+    pub const ALL: [WorkloadKind; 9] = [
         WorkloadKind::Query,
         WorkloadKind::PointSelect,
         WorkloadKind::ReadOnly,
@@ -71,6 +74,7 @@ impl WorkloadKind {
         WorkloadKind::SelectOnly,
         WorkloadKind::SimpleUpdate,
         WorkloadKind::TpcbLike,
+        WorkloadKind::Replay,
     ];
 
     /// Parse a name from a file or flag.
@@ -81,8 +85,8 @@ impl WorkloadKind {
             .ok_or_else(|| {
                 usage(format!(
                     "unknown workload '{s}': choose one of query, point-select, read-only, \
-                 read-write, insert, select-only, simple-update, tpcb-like (the last three on \
-                 PostgreSQL)"
+                 read-write, insert, select-only, simple-update, tpcb-like (these three on \
+                 PostgreSQL), replay (a captured log: --log FILE)"
                 ))
             })
     }
@@ -106,6 +110,12 @@ pub struct Workload {
     /// Statements run once before the `query` workload (create a table...).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub setup: Vec<String>,
+    /// The `replay` workload: which log, which slice, at what pace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay: Option<replay::slice::ReplaySpec>,
+    /// The replay's slice, once read (`load_replay`).
+    #[serde(skip)]
+    pub slice: replay::slice::Loaded,
 }
 
 impl Default for Workload {
@@ -117,6 +127,8 @@ impl Default for Workload {
             scale: 1,
             queries: vec![],
             setup: vec![],
+            replay: None,
+            slice: Default::default(),
         }
     }
 }
@@ -154,6 +166,10 @@ impl PreparedWorkload {
                 "created": self.created.first().copied().unwrap_or(false),
             }]);
             v["scale_found"] = scale.into();
+        } else if let Some(slice) = &self.workload.slice.0 {
+            v["replay"]["read"] = serde_json::to_value(&slice.stats).unwrap_or_default();
+            v["replay"]["fingerprints"] =
+                serde_json::to_value(&slice.fingerprints).unwrap_or_default();
         } else if !self.max_ids.is_empty() {
             v["tables_found"] = self
                 .max_ids
@@ -176,7 +192,16 @@ impl PreparedWorkload {
 impl Workload {
     /// Check the description before anything touches a server.
     pub fn validate(&self) -> Result<()> {
-        if self.kind == WorkloadKind::Query {
+        if self.kind == WorkloadKind::Replay {
+            if self.replay.is_none() {
+                return Err(usage(
+                    "the replay workload needs a log: --log FILE (a MariaDB/MySQL general or \
+                     slow log, a PostgreSQL stderr or csv log)",
+                ));
+            }
+        } else if self.replay.is_some() {
+            return Err(usage("--log goes with --workload replay"));
+        } else if self.kind == WorkloadKind::Query {
             if self.queries.iter().all(|q| q.trim().is_empty()) {
                 return Err(usage(
                     "the query workload needs at least one statement: --query 'SELECT 1'",
@@ -196,6 +221,16 @@ impl Workload {
         Ok(())
     }
 
+    /// Read the replay's slice (once): `span`, with a recorded pace, the recorded time the
+    /// longest trial replays. A log that cannot be read is bad input.
+    pub fn load_replay(&mut self, span: Option<std::time::Duration>) -> Result<()> {
+        if let (Some(spec), None) = (&self.replay, &self.slice.0) {
+            self.slice =
+                replay::slice::Loaded(Some(std::sync::Arc::new(replay::slice::load(spec, span)?)));
+        }
+        Ok(())
+    }
+
     /// The JSON object results record.
     pub fn to_json(&self) -> serde_json::Value {
         serde_json::to_value(self).unwrap_or_default()
@@ -206,6 +241,8 @@ impl Workload {
 pub struct Client {
     session: Box<dyn Session>,
     script: Script,
+    /// A replay at a recorded pace: its speed-up.
+    pace: Option<f64>,
 }
 
 /// The script a client runs.
@@ -213,6 +250,7 @@ enum Script {
     Oltp(oltp::OltpScript),
     Pgbench(pgbench::PgbenchScript),
     Query(query::QueryScript),
+    Replay(replay::script::ReplayScript),
 }
 
 impl Client {
@@ -221,12 +259,29 @@ impl Client {
         let s = session.as_mut();
         let script = match w.workload.kind {
             WorkloadKind::Query => Script::Query(query::QueryScript::new(&w.workload.queries)),
+            WorkloadKind::Replay => match &w.workload.slice.0 {
+                Some(slice) => Script::Replay(replay::script::ReplayScript::new(slice.clone())),
+                None => {
+                    return Err(DbError {
+                        message: "the replay's log was not read".into(),
+                        kind: session::Kind::Refused,
+                    });
+                }
+            },
             k if k.is_pgbench() => {
                 Script::Pgbench(pgbench::PgbenchScript::new(s, k, w.scale.unwrap_or(1))?)
             }
             k => Script::Oltp(oltp::OltpScript::new(s, k, &w.max_ids)?),
         };
-        Ok(Client { session, script })
+        let pace = match w.workload.replay.as_ref().map(|r| r.pace) {
+            Some(replay::slice::Pace::Recorded(x)) => Some(x),
+            _ => None,
+        };
+        Ok(Client {
+            session,
+            script,
+            pace,
+        })
     }
 
     /// Run one event (a statement, or a transaction); returns the statements executed.
@@ -251,6 +306,46 @@ impl Client {
         };
         self.script.event(&mut recorder, rng).ok()
     }
+
+    /// A replaying client: replay share `lane` of `lanes` of the slice's sessions.
+    pub fn set_lane(&mut self, lane: usize, lanes: usize) {
+        if let Script::Replay(r) = &mut self.script {
+            r.set_lane(lane, lanes);
+        }
+    }
+
+    /// This new client takes over from `old`, whose connection was lost (a replay goes on
+    /// where it was).
+    pub fn resume(mut self, old: &Client) -> Client {
+        if let (Script::Replay(r), Script::Replay(o)) = (&mut self.script, &old.script) {
+            r.resume(o);
+        }
+        self
+    }
+
+    /// Rate mode skipped an event: a replay passes over its statement.
+    pub fn skip(&mut self) {
+        if let Script::Replay(r) = &mut self.script {
+            r.skip();
+        }
+    }
+
+    /// The fingerprint tag of the last event's statement (a replay's), if tagged.
+    pub fn tag(&self) -> Option<u32> {
+        match &self.script {
+            Script::Replay(r) => Some(r.tag()).filter(|t| *t != replay::slice::NONE),
+            _ => None,
+        }
+    }
+
+    /// A replay at a recorded pace: this client's intended starts (ns from the trial's
+    /// start) and the period after which they repeat.
+    pub fn recorded_schedule(&self) -> Option<(Vec<u64>, u64)> {
+        match (&self.script, &self.pace) {
+            (Script::Replay(r), Some(speed)) => Some(r.offsets(*speed)),
+            _ => None,
+        }
+    }
 }
 
 impl Script {
@@ -259,6 +354,7 @@ impl Script {
             Script::Oltp(o) => o.event(s, rng),
             Script::Pgbench(p) => p.event(s, rng),
             Script::Query(q) => q.event(s),
+            Script::Replay(r) => r.event(s),
         }
     }
 }

@@ -12,6 +12,7 @@ mod common;
 mod cpus;
 mod disturbance;
 mod remote;
+mod replay;
 mod restart;
 mod run;
 mod safety;
@@ -167,6 +168,8 @@ fn main() {
         clients::the_lean_client_logs_in_with_a_password_over_tcp,
         clients::idle_connections_the_server_closes_are_made_again,
         clients::the_servers_own_logs_read_back_as_the_sessions_ran_them,
+        replay::a_captured_slow_log_replays_with_its_cost_per_statement,
+        replay::a_log_that_cannot_be_replayed_here_is_bad_input,
         ],
         || {
             let port = common::free_port();

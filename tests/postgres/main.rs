@@ -9,6 +9,7 @@ mod breaks;
 mod clients;
 #[path = "../common/mod.rs"]
 mod common;
+mod replay;
 
 use common::{text, validate_results};
 use dbtax::server::ManagedConfig;
@@ -514,5 +515,6 @@ fn dbtax_scenarios() -> &'static [common::Scenario<Ctx>] {
         clients::the_lean_client_survives_big_rows_errors_and_terminated_backends,
         clients::the_lean_client_logs_in_with_password_md5_and_scram,
         clients::a_tls_url_is_spoken_by_every_connection,
+        replay::a_captured_statement_log_replays_with_its_cost_per_statement,
     ]
 }

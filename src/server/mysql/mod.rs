@@ -203,7 +203,7 @@ impl Engine for MysqlEngine {
         self.ensure_schema(schema)?;
         let conn = || self.conn(Some(schema));
         let (max_ids, created) = match workload.kind {
-            WorkloadKind::Query => {
+            WorkloadKind::Query | WorkloadKind::Replay => {
                 let mut s = self.session(Some(schema)).map_err(DbError::into_anyhow)?;
                 crate::workload::query::run_setup(s.as_mut(), &workload.setup)?;
                 (vec![], vec![])

@@ -270,7 +270,7 @@ impl Engine for PgEngine {
         self.ensure_database(schema)?;
         let mut conn = self.connect(schema).map_err(db_error)?;
         let (max_ids, created, scale) = match workload.kind {
-            WorkloadKind::Query => {
+            WorkloadKind::Query | WorkloadKind::Replay => {
                 let mut s = self.session(Some(schema)).map_err(DbError::into_anyhow)?;
                 crate::workload::query::run_setup(s.as_mut(), &workload.setup)?;
                 (vec![], vec![], None)

@@ -1,10 +1,49 @@
-//! Captured statement logs as a workload (issue 25). Built so far: the readers of the MySQL
-//! family's general and slow logs (`mylog`) and statements' fingerprints (`fingerprint`).
-//! Not built yet, and not reachable from the command line: PostgreSQL's logs, sessions
-//! replayed as clients, pace, the same slice each trial, per-fingerprint costs.
+//! Captured statement logs as a workload (`--workload replay --log FILE`): the readers of the
+//! MySQL family's general and slow logs (`mylog`) and of PostgreSQL's stderr and csv logs
+//! (`pglog`), each a stream of `Entry`s in bounded memory; which statements may run
+//! (`classify`); the slice a run replays, read once before anything changes (`slice`); the
+//! script a client runs over its share of the recorded sessions (`script`); and statements'
+//! fingerprints (`fingerprint`), by which the costs are told per statement.
 
+pub mod classify;
 pub mod fingerprint;
 pub mod mylog;
+pub mod pglog;
+pub mod script;
+pub mod slice;
+
+/// A log reader: entries in the log's order, and the lines it could not read.
+pub trait LogReader: Iterator<Item = Entry> {
+    /// The lines that belonged to nothing, so far.
+    fn malformed(&self) -> &MalformedLines;
+}
+
+/// How many malformed lines are kept with their numbers (the rest only counted).
+const KEEP_MALFORMED: usize = 20;
+
+/// Lines that belonged to nothing: how many, and the first few with their numbers.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MalformedLines {
+    /// How many.
+    pub count: u64,
+    /// The first ones.
+    pub first: Vec<Malformed>,
+}
+
+impl MalformedLines {
+    /// Count one; keep it when it is among the first.
+    pub fn push(&mut self, m: Malformed) {
+        self.count += 1;
+        if self.first.len() < KEEP_MALFORMED {
+            self.first.push(m);
+        }
+    }
+
+    /// None.
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+}
 
 /// One thing a log says a session did.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -6,7 +6,7 @@
 //! a panic. A statement line that looks exactly like a log line (a literal holding a newline,
 //! a tab, an id and a command word) cannot be told from one: the log format does not escape.
 
-use super::{Entry, Malformed, What};
+use super::{Entry, LogReader, Malformed, MalformedLines, What};
 use std::io::BufRead;
 
 /// The general log's commands (MariaDB's and MySQL's command names).
@@ -134,7 +134,7 @@ pub struct GeneralLog<R> {
     /// The latest time seen: lines without one share it.
     clock: Option<i64>,
     /// Lines that belonged to nothing.
-    pub malformed: Vec<Malformed>,
+    pub malformed: MalformedLines,
     done: bool,
 }
 
@@ -147,7 +147,7 @@ impl<R: BufRead> GeneralLog<R> {
             line_no: 0,
             pending: None,
             clock: None,
-            malformed: vec![],
+            malformed: MalformedLines::default(),
             done: false,
         }
     }
@@ -217,7 +217,7 @@ pub struct SlowLog<R> {
     block: Option<SlowBlock>,
     clock: Option<i64>,
     /// Lines that belonged to nothing.
-    pub malformed: Vec<Malformed>,
+    pub malformed: MalformedLines,
     /// Entries ready to hand out (a `use db;` yields an InitDb before its statement).
     ready: std::collections::VecDeque<Entry>,
     done: bool,
@@ -241,7 +241,7 @@ impl<R: BufRead> SlowLog<R> {
             line_no: 0,
             block: None,
             clock: None,
-            malformed: vec![],
+            malformed: MalformedLines::default(),
             ready: Default::default(),
             done: false,
         }
@@ -340,6 +340,18 @@ impl<R: BufRead> Iterator for SlowLog<R> {
                 }
             }
         }
+    }
+}
+
+impl<R: BufRead> LogReader for GeneralLog<R> {
+    fn malformed(&self) -> &MalformedLines {
+        &self.malformed
+    }
+}
+
+impl<R: BufRead> LogReader for SlowLog<R> {
+    fn malformed(&self) -> &MalformedLines {
+        &self.malformed
     }
 }
 

@@ -7,7 +7,7 @@ use super::*;
 fn general(text: &[u8]) -> (Vec<Entry>, Vec<Malformed>) {
     let mut r = GeneralLog::new(text);
     let entries: Vec<Entry> = r.by_ref().collect();
-    (entries, r.malformed)
+    (entries, r.malformed.first)
 }
 
 fn query(e: &Entry) -> &str {

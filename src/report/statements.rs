@@ -1,0 +1,124 @@
+//! A replay's cost per statement: for each variant, the fingerprints whose statements paid
+//! the most of the latency it added, with the added latency per statement (paired over
+//! blocks) and their share of all it added.
+
+use super::svg::esc;
+use crate::results::{Cell, FingerprintCost, Results};
+use std::fmt::Write;
+
+/// How many fingerprints a report lists per cell.
+const TOP: usize = 5;
+
+/// The cells that have costs per statement (the variants, not the baseline).
+fn cells(r: &Results) -> impl Iterator<Item = &Cell> {
+    r.cells.iter().filter(|c| {
+        c.fingerprints
+            .iter()
+            .any(|f| f.added_share_pct.is_some() || f.latency_delta_ms.is_some())
+    })
+}
+
+fn us(v: f64) -> String {
+    format!("{:+.1}", v * 1000.0)
+}
+
+fn one_line(s: &str, n: usize) -> String {
+    let flat: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() > n {
+        flat.chars().take(n - 1).collect::<String>() + "…"
+    } else {
+        flat
+    }
+}
+
+/// "general-log's added latency is 85% in these 3 statements".
+fn headline(c: &Cell) -> Option<String> {
+    let top: Vec<&FingerprintCost> = c.fingerprints.iter().take(3).collect();
+    let share: f64 = top.iter().filter_map(|f| f.added_share_pct).sum();
+    (share > 0.0).then(|| {
+        format!(
+            "{}'s added latency at {} threads is {share:.0}% in these {} statements",
+            c.variant,
+            c.threads,
+            top.len()
+        )
+    })
+}
+
+/// The terminal's section ("" when the run is no replay).
+pub fn text(r: &Results) -> String {
+    let mut s = String::new();
+    for c in cells(r) {
+        let _ = writeln!(
+            s,
+            "\nThe statements that pay for {} ({} threads): latency added per statement, µs, \
+             paired over blocks",
+            c.variant, c.threads
+        );
+        if let Some(h) = headline(c) {
+            let _ = writeln!(s, "  {h}");
+        }
+        let _ = writeln!(
+            s,
+            "  {:>6} {:>26} {:>9} {:>9}  statement",
+            "share", "p50 added [95% CI]", "p99 added", "count"
+        );
+        for f in c.fingerprints.iter().take(TOP) {
+            let Some(d) = &f.latency_delta_ms else {
+                continue;
+            };
+            let p50 = format!(
+                "{} [{}, {}]",
+                us(d.p50.value),
+                us(d.p50.ci95[0]),
+                us(d.p50.ci95[1])
+            );
+            let _ = writeln!(
+                s,
+                "  {:>5.0}% {:>26} {:>9} {:>9}  {}",
+                f.added_share_pct.unwrap_or(0.0),
+                p50,
+                us(d.p99.value),
+                f.count,
+                one_line(&f.sample, 70)
+            );
+        }
+    }
+    s
+}
+
+/// The HTML report's section ("" when the run is no replay).
+pub fn html(r: &Results) -> String {
+    let mut s = String::new();
+    for c in cells(r) {
+        let _ = writeln!(
+            s,
+            "<h3>The statements that pay for {} ({} threads)</h3>",
+            esc(&c.variant),
+            c.threads
+        );
+        if let Some(h) = headline(c) {
+            let _ = writeln!(s, "<p>{}</p>", esc(&h));
+        }
+        s += "<table><tr><th>share of added latency</th><th>p50 added µs [95% CI]</th><th>p99 added µs [95% CI]</th><th>statements per trial</th><th>statement</th></tr>\n";
+        for f in c.fingerprints.iter().take(TOP) {
+            let Some(d) = &f.latency_delta_ms else {
+                continue;
+            };
+            let ci = |e: &crate::results::Estimate| {
+                format!("{} [{}, {}]", us(e.value), us(e.ci95[0]), us(e.ci95[1]))
+            };
+            let _ = writeln!(
+                s,
+                "<tr><td>{:.0}%</td><td>{}</td><td>{}</td><td>{}</td><td><code>{}</code></td></tr>",
+                f.added_share_pct.unwrap_or(0.0),
+                ci(&d.p50),
+                ci(&d.p99),
+                f.count,
+                esc(&one_line(&f.sample, 200))
+            );
+        }
+        s += "</table>\n";
+    }
+    s
+}

@@ -1,0 +1,518 @@
+//! PostgreSQL's statement logs read as a stream: the stderr format (`log_destination=stderr`,
+//! one message per line, a statement's later lines indented by a tab) and csvlog (one record
+//! per message, quoted fields that may hold newlines). What a replay needs is the session of
+//! each message: csvlog has it (`session_id`); in the stderr format it is `%c` in
+//! `log_line_prefix` when there, else the process id (`%p`, Debian's default prefix has it),
+//! which names a session as long as it lives. Statements are `statement: …` and `execute
+//! <name>: …` messages (log_statement, with or without `duration: … ms` in front from
+//! log_min_duration_statement), their `$n` parameters filled in from the DETAIL that follows
+//! (`parameters: $1 = '5', $2 = NULL`); `connection authorized: … database=D` starts a
+//! session, `disconnection:` ends it. An ERROR's `STATEMENT:` line repeats a statement that
+//! was logged already and is not replayed twice.
+
+use super::{Entry, LogReader, Malformed, MalformedLines, What};
+use std::collections::VecDeque;
+use std::io::BufRead;
+
+/// The severities a message line may carry.
+const SEVERITIES: [&str; 18] = [
+    "LOG",
+    "ERROR",
+    "DETAIL",
+    "STATEMENT",
+    "HINT",
+    "CONTEXT",
+    "FATAL",
+    "WARNING",
+    "NOTICE",
+    "INFO",
+    "PANIC",
+    "QUERY",
+    "LOCATION",
+    "DEBUG",
+    "DEBUG1",
+    "DEBUG2",
+    "DEBUG3",
+    "DEBUG4",
+];
+
+/// A `YYYY-MM-DD HH:MM:SS[.fff] [zone]` time at the start of `s` (csvlog's, `%m`, `%t`), µs
+/// since the epoch, the zone ignored (only differences matter to a replay).
+pub fn pg_time(s: &str) -> Option<i64> {
+    let mut it = s.split_whitespace();
+    let (date, time) = (it.next()?, it.next()?);
+    if date.len() != 10 || date.as_bytes()[4] != b'-' {
+        return None;
+    }
+    super::mylog::parse_time(&format!("{date}T{time}"))
+}
+
+/// A session key from `%c` ("hex.hex": start time, process id).
+fn session_of_c(token: &str) -> Option<u64> {
+    let (a, b) = token.split_once('.')?;
+    let hex = |s: &str| {
+        (!s.is_empty() && s.len() <= 12 && s.bytes().all(|c| c.is_ascii_hexdigit()))
+            .then(|| u64::from_str_radix(s, 16).ok())
+            .flatten()
+    };
+    Some((hex(a)? << 24) ^ hex(b)?)
+}
+
+/// The session, database and time a stderr line's prefix tells.
+fn read_prefix(prefix: &str) -> (Option<u64>, Option<String>, Option<i64>) {
+    let tokens: Vec<&str> = prefix.split_whitespace().collect();
+    let mut session = tokens
+        .iter()
+        .find_map(|t| session_of_c(t.trim_matches(['[', ']'])));
+    if session.is_none() {
+        // %p: "[1234]" (Debian's default prefix) or a bare number after the time.
+        session = tokens.iter().skip(1).find_map(|t| {
+            let t = t.strip_prefix('[').and_then(|t| t.strip_suffix(']'))?;
+            let t = t.split('-').next()?;
+            t.parse::<u64>().ok()
+        });
+    }
+    let db = tokens
+        .last()
+        .and_then(|t| t.rsplit_once('@'))
+        .map(|(_, d)| d.trim_end_matches(':').to_string())
+        .filter(|d| !d.is_empty() && d != "[unknown]");
+    (session, db, pg_time(prefix))
+}
+
+/// Where a stderr line's message starts: (prefix, severity, message).
+fn split_message(line: &str) -> Option<(&str, &str, &str)> {
+    let mut from = 0;
+    while let Some(i) = line[from..].find(":  ") {
+        let at = from + i;
+        let word_start = line[..at].rfind(' ').map_or(0, |s| s + 1);
+        let word = &line[word_start..at];
+        if SEVERITIES.contains(&word) {
+            return Some((&line[..word_start], word, &line[at + 3..]));
+        }
+        from = at + 3;
+    }
+    None
+}
+
+/// What a LOG message means for a replay; None: nothing (a checkpoint, a duration alone).
+fn what_of(message: &str) -> Option<What> {
+    let mut m = message;
+    if let Some(rest) = m.strip_prefix("duration: ") {
+        // "duration: 0.123 ms  statement: …" (or the duration alone).
+        m = rest.split_once(" ms  ").map(|(_, r)| r)?;
+    }
+    if let Some(sql) = m.strip_prefix("statement: ") {
+        return Some(What::Query(sql.to_string()));
+    }
+    if let Some(rest) = m.strip_prefix("execute ") {
+        let (_, sql) = rest.split_once(": ")?;
+        return Some(What::Execute(sql.to_string()));
+    }
+    if let Some(rest) = m.strip_prefix("connection authorized: ") {
+        let db = rest
+            .split_whitespace()
+            .find_map(|kv| kv.strip_prefix("database="))
+            .map(str::to_string);
+        return Some(What::Connect { db });
+    }
+    if m.starts_with("disconnection: ") {
+        return Some(What::Quit);
+    }
+    None
+}
+
+/// `$1 = '5', $2 = NULL` → [(1, "'5'"), (2, "NULL")].
+fn parse_parameters(s: &str) -> Vec<(usize, String)> {
+    let b: Vec<char> = s.chars().collect();
+    let mut out = vec![];
+    let mut i = 0;
+    while i < b.len() {
+        while i < b.len() && (b[i] == ',' || b[i].is_whitespace()) {
+            i += 1;
+        }
+        if i >= b.len() || b[i] != '$' {
+            break;
+        }
+        i += 1;
+        let start = i;
+        while i < b.len() && b[i].is_ascii_digit() {
+            i += 1;
+        }
+        let Ok(n) = b[start..i].iter().collect::<String>().parse::<usize>() else {
+            break;
+        };
+        let rest: String = b[i..].iter().take(3).collect();
+        if rest != " = " {
+            break;
+        }
+        i += 3;
+        let mut value = String::new();
+        if b.get(i) == Some(&'\'') {
+            value.push('\'');
+            i += 1;
+            while i < b.len() {
+                if b[i] == '\'' && b.get(i + 1) == Some(&'\'') {
+                    value.push_str("''");
+                    i += 2;
+                } else if b[i] == '\'' {
+                    i += 1;
+                    break;
+                } else {
+                    value.push(b[i]);
+                    i += 1;
+                }
+            }
+            value.push('\'');
+        } else {
+            while i < b.len() && b[i] != ',' {
+                value.push(b[i]);
+                i += 1;
+            }
+        }
+        out.push((n, value.trim().to_string()));
+    }
+    out
+}
+
+/// `sql` with each `$n` outside quotes replaced by its value.
+fn substitute(sql: &str, params: &[(usize, String)]) -> String {
+    let b: Vec<char> = sql.chars().collect();
+    let mut out = String::with_capacity(sql.len() + 16);
+    let mut quoted = false;
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        if c == '\'' {
+            quoted = !quoted;
+        }
+        if c == '$' && !quoted && b.get(i + 1).is_some_and(char::is_ascii_digit) {
+            let start = i + 1;
+            let mut j = start;
+            while j < b.len() && b[j].is_ascii_digit() {
+                j += 1;
+            }
+            let n: usize = b[start..j].iter().collect::<String>().parse().unwrap_or(0);
+            if let Some((_, v)) = params.iter().find(|(k, _)| *k == n) {
+                out.push_str(v);
+                i = j;
+                continue;
+            }
+        }
+        out.push(c);
+        i += 1;
+    }
+    out
+}
+
+/// Entries waiting for what may still belong to them (the DETAIL with an execute's values).
+#[derive(Default)]
+struct Assembler {
+    pending: Option<Entry>,
+    detail: Option<String>,
+    ready: VecDeque<Entry>,
+}
+
+impl Assembler {
+    /// The pending entry is complete.
+    fn flush(&mut self) {
+        if let Some(mut e) = self.pending.take() {
+            if let (What::Execute(sql), Some(d)) = (&mut e.what, self.detail.as_deref())
+                && let Some(p) = d.strip_prefix("parameters: ")
+            {
+                *sql = substitute(sql, &parse_parameters(p));
+            }
+            self.ready.push_back(e);
+        }
+        self.detail = None;
+    }
+
+    /// One message of `session`.
+    fn message(&mut self, e: Entry) {
+        self.flush();
+        self.pending = Some(e);
+    }
+
+    /// A DETAIL message of `session`: the pending execute's values when it is that session's.
+    fn detail(&mut self, session: u64, text: &str) {
+        if self.pending.as_ref().is_some_and(|p| p.session == session) {
+            self.detail = Some(text.to_string());
+        }
+    }
+
+    /// A line continuing the message before it.
+    fn more(&mut self, text: &str) {
+        if let Some(d) = self.detail.as_mut() {
+            d.push('\n');
+            d.push_str(text);
+        } else if let Some(Entry {
+            what: What::Query(s) | What::Execute(s),
+            ..
+        }) = self.pending.as_mut()
+        {
+            s.push('\n');
+            s.push_str(text);
+        }
+    }
+}
+
+/// Reads a stderr-format log.
+pub struct PgStderrLog<R> {
+    input: R,
+    buf: Vec<u8>,
+    line_no: u64,
+    /// Whether the message being read is one whose later lines matter.
+    in_message: bool,
+    out: Assembler,
+    /// Lines that belonged to nothing.
+    pub malformed: MalformedLines,
+    done: bool,
+}
+
+impl<R: BufRead> PgStderrLog<R> {
+    /// A reader of `input`.
+    pub fn new(input: R) -> Self {
+        PgStderrLog {
+            input,
+            buf: Vec::with_capacity(4096),
+            line_no: 0,
+            in_message: false,
+            out: Assembler::default(),
+            malformed: MalformedLines::default(),
+            done: false,
+        }
+    }
+
+    fn read_line(&mut self) {
+        let text = String::from_utf8_lossy(&self.buf).into_owned();
+        let line = text.trim_end_matches('\n').trim_end_matches('\r');
+        if let Some(more) = line.strip_prefix('\t') {
+            if self.in_message {
+                self.out.more(more);
+            }
+            return;
+        }
+        let Some((prefix, severity, message)) = split_message(line) else {
+            if !line.trim().is_empty() {
+                self.malformed.push(Malformed {
+                    line: self.line_no,
+                    why: "not a log line (no LOG:, DETAIL:… after a prefix), and not a \
+                          statement's next line",
+                });
+            }
+            return;
+        };
+        let (session, db, at_us) = read_prefix(prefix);
+        self.in_message = false;
+        let Some(session) = session else {
+            if severity == "LOG" && what_of(message).is_some() {
+                self.malformed.push(Malformed {
+                    line: self.line_no,
+                    why: "a statement without its session: log_line_prefix needs %c or %p",
+                });
+            }
+            return;
+        };
+        match severity {
+            "LOG" => {
+                self.out.flush();
+                if let Some(mut what) = what_of(message) {
+                    if let What::Connect { db: d @ None } = &mut what {
+                        *d = db;
+                    }
+                    self.in_message = true;
+                    self.out.message(Entry {
+                        line: self.line_no,
+                        session,
+                        at_us,
+                        what,
+                    });
+                }
+            }
+            "DETAIL" => {
+                self.out.detail(session, message);
+                self.in_message = true;
+            }
+            _ => self.out.flush(),
+        }
+    }
+}
+
+impl<R: BufRead> Iterator for PgStderrLog<R> {
+    type Item = Entry;
+
+    fn next(&mut self) -> Option<Entry> {
+        loop {
+            if let Some(e) = self.out.ready.pop_front() {
+                return Some(e);
+            }
+            if self.done {
+                return None;
+            }
+            self.buf.clear();
+            match self.input.read_until(b'\n', &mut self.buf) {
+                Ok(0) | Err(_) => {
+                    self.done = true;
+                    self.out.flush();
+                }
+                Ok(_) => {
+                    self.line_no += 1;
+                    self.read_line();
+                }
+            }
+        }
+    }
+}
+
+impl<R: BufRead> LogReader for PgStderrLog<R> {
+    fn malformed(&self) -> &MalformedLines {
+        &self.malformed
+    }
+}
+
+/// csvlog's columns dbtax reads.
+const CSV_TIME: usize = 0;
+const CSV_DB: usize = 2;
+const CSV_SESSION: usize = 5;
+const CSV_SEVERITY: usize = 11;
+const CSV_MESSAGE: usize = 13;
+const CSV_DETAIL: usize = 14;
+
+/// Reads a csvlog file.
+pub struct PgCsvLog<R> {
+    input: R,
+    buf: Vec<u8>,
+    line_no: u64,
+    /// Lines that belonged to nothing.
+    pub malformed: MalformedLines,
+    done: bool,
+}
+
+impl<R: BufRead> PgCsvLog<R> {
+    /// A reader of `input`.
+    pub fn new(input: R) -> Self {
+        PgCsvLog {
+            input,
+            buf: Vec::with_capacity(4096),
+            line_no: 0,
+            malformed: MalformedLines::default(),
+            done: false,
+        }
+    }
+
+    /// The next record's fields and its first line; None at the end (a record cut by the
+    /// end of the file is counted malformed).
+    fn record(&mut self) -> Option<(u64, Vec<String>)> {
+        let mut fields = vec![];
+        let mut cur = String::new();
+        let mut quoted = false;
+        let mut first = 0;
+        loop {
+            self.buf.clear();
+            match self.input.read_until(b'\n', &mut self.buf) {
+                Ok(0) | Err(_) => {
+                    self.done = true;
+                    if first != 0 {
+                        self.malformed.push(Malformed {
+                            line: first,
+                            why: "a csv record cut by the end of the file",
+                        });
+                    }
+                    return None;
+                }
+                Ok(_) => {}
+            }
+            self.line_no += 1;
+            if first == 0 {
+                first = self.line_no;
+            }
+            let text = String::from_utf8_lossy(&self.buf);
+            let mut chars = text.chars().peekable();
+            while let Some(c) = chars.next() {
+                if quoted {
+                    if c == '"' {
+                        if chars.peek() == Some(&'"') {
+                            chars.next();
+                            cur.push('"');
+                        } else {
+                            quoted = false;
+                        }
+                    } else {
+                        cur.push(c);
+                    }
+                } else {
+                    match c {
+                        '"' => quoted = true,
+                        ',' => fields.push(std::mem::take(&mut cur)),
+                        '\n' | '\r' => {}
+                        _ => cur.push(c),
+                    }
+                }
+            }
+            if !quoted {
+                fields.push(cur);
+                return Some((first, fields));
+            }
+        }
+    }
+}
+
+impl<R: BufRead> Iterator for PgCsvLog<R> {
+    type Item = Entry;
+
+    fn next(&mut self) -> Option<Entry> {
+        while !self.done {
+            let (line, f) = self.record()?;
+            if f.len() <= CSV_DETAIL {
+                if f.iter().any(|x| !x.trim().is_empty()) {
+                    self.malformed.push(Malformed {
+                        line,
+                        why: "a csv record with fewer columns than csvlog's",
+                    });
+                }
+                continue;
+            }
+            if f[CSV_SEVERITY] != "LOG" {
+                continue;
+            }
+            let Some(mut what) = what_of(&f[CSV_MESSAGE]) else {
+                continue;
+            };
+            let Some(session) = session_of_c(&f[CSV_SESSION]) else {
+                self.malformed.push(Malformed {
+                    line,
+                    why: "a statement whose session_id is not PostgreSQL's",
+                });
+                continue;
+            };
+            match &mut what {
+                What::Execute(sql) => {
+                    if let Some(p) = f[CSV_DETAIL].strip_prefix("parameters: ") {
+                        *sql = substitute(sql, &parse_parameters(p));
+                    }
+                }
+                What::Connect { db } if db.is_none() => {
+                    *db = Some(f[CSV_DB].clone()).filter(|d| !d.is_empty());
+                }
+                _ => {}
+            }
+            return Some(Entry {
+                line,
+                session,
+                at_us: pg_time(&f[CSV_TIME]),
+                what,
+            });
+        }
+        None
+    }
+}
+
+impl<R: BufRead> LogReader for PgCsvLog<R> {
+    fn malformed(&self) -> &MalformedLines {
+        &self.malformed
+    }
+}
+
+#[cfg(test)]
+#[path = "pglog_tests.rs"]
+mod tests;

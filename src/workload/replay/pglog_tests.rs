@@ -1,0 +1,144 @@
+//! PostgreSQL's log readers on hand-made logs: %c and %p prefixes, multi-line statements,
+//! execute with its parameters, an ERROR's repeated STATEMENT, csv records holding newlines
+//! and quotes, a cut last record, lines that belong to nothing.
+
+use super::*;
+
+fn sqls(entries: &[Entry]) -> Vec<(u64, String)> {
+    entries
+        .iter()
+        .filter_map(|e| match &e.what {
+            What::Query(s) | What::Execute(s) => Some((e.session, s.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+const STDERR_C: &str = "\
+2026-12-01 10:00:00.100 UTC [411] 674c3a10.19b app@shop LOG:  connection authorized: user=app database=shop application_name=psql
+2026-12-01 10:00:00.200 UTC [411] 674c3a10.19b app@shop LOG:  statement: SELECT 1
+2026-12-01 10:00:00.300 UTC [412] 674c3a11.19c app@shop LOG:  statement: SELECT *
+\tFROM t
+\tWHERE a = 'LOG:  x'
+2026-12-01 10:00:00.400 UTC [411] 674c3a10.19b app@shop LOG:  execute <unnamed>: SELECT v FROM t WHERE id = $1 AND s = $2 AND z = $10
+2026-12-01 10:00:00.400 UTC [411] 674c3a10.19b app@shop DETAIL:  parameters: $1 = '5', $2 = 'it''s, $1', $10 = NULL
+2026-12-01 10:00:00.500 UTC [412] 674c3a11.19c app@shop ERROR:  relation \"nope\" does not exist at character 15
+2026-12-01 10:00:00.500 UTC [412] 674c3a11.19c app@shop STATEMENT:  SELECT * FROM nope
+garbage that is no log line
+2026-12-01 10:00:00.600 UTC [411] 674c3a10.19b app@shop LOG:  duration: 0.120 ms  statement: SELECT 2
+2026-12-01 10:00:00.700 UTC [411] 674c3a10.19b app@shop LOG:  duration: 0.050 ms
+2026-12-01 10:00:00.800 UTC [411] 674c3a10.19b app@shop LOG:  disconnection: session time: 0:00:00.700 user=app database=shop host=[local]
+2026-12-01 10:00:00.900 UTC [77] 674c3a00.4d   LOG:  checkpoint starting: time
+";
+
+#[test]
+fn stderr_with_the_session_id_in_the_prefix() {
+    let mut r = PgStderrLog::new(STDERR_C.as_bytes());
+    let entries: Vec<Entry> = r.by_ref().collect();
+    let s411 = session_of_c("674c3a10.19b").unwrap();
+    let s412 = session_of_c("674c3a11.19c").unwrap();
+    assert_ne!(s411, s412);
+    assert_eq!(
+        entries[0].what,
+        What::Connect {
+            db: Some("shop".into())
+        }
+    );
+    assert_eq!(
+        sqls(&entries),
+        vec![
+            (s411, "SELECT 1".to_string()),
+            (s412, "SELECT *\nFROM t\nWHERE a = 'LOG:  x'".to_string()),
+            (
+                s411,
+                "SELECT v FROM t WHERE id = '5' AND s = 'it''s, $1' AND z = NULL".to_string()
+            ),
+            (s411, "SELECT 2".to_string()),
+        ],
+        "{entries:#?}"
+    );
+    assert_eq!(entries.last().unwrap().what, What::Quit);
+    assert_eq!(
+        entries[1].at_us.unwrap() - entries[0].at_us.unwrap(),
+        100_000
+    );
+    assert_eq!(r.malformed.count, 1, "{:?}", r.malformed);
+    assert_eq!(r.malformed.first[0].line, 10);
+}
+
+#[test]
+fn stderr_with_debians_default_prefix_uses_the_process_id() {
+    let log = "\
+2026-12-01 10:00:00.100 UTC [411] app@shop LOG:  statement: SELECT 1
+2026-12-01 10:00:00.200 UTC [412] app@shop LOG:  statement: SELECT 2
+2026-12-01 10:00:00.300 UTC [411] app@shop LOG:  statement: SELECT 3";
+    let entries: Vec<Entry> = PgStderrLog::new(log.as_bytes()).collect();
+    assert_eq!(
+        sqls(&entries),
+        vec![
+            (411, "SELECT 1".into()),
+            (412, "SELECT 2".into()),
+            (411, "SELECT 3".into())
+        ]
+    );
+}
+
+#[test]
+fn a_prefix_without_a_session_is_counted_not_guessed() {
+    let log = "10:00:00 LOG:  statement: SELECT 1\n";
+    let mut r = PgStderrLog::new(log.as_bytes());
+    assert_eq!(r.by_ref().count(), 0);
+    assert_eq!(r.malformed.count, 1);
+    assert!(r.malformed.first[0].why.contains("%c"));
+}
+
+#[test]
+fn csvlog_records_with_newlines_quotes_and_parameters() {
+    let log = "\
+2026-12-01 10:00:00.100 UTC,\"app\",\"shop\",411,\"[local]\",674c3a10.19b,1,\"authentication\",2026-12-01 10:00:00 UTC,3/1,0,LOG,00000,\"connection authorized: user=app database=shop\",,,,,,,,,\"psql\",\"client backend\",,0
+2026-12-01 10:00:00.200 UTC,\"app\",\"shop\",411,\"[local]\",674c3a10.19b,2,\"SELECT\",2026-12-01 10:00:00 UTC,3/2,0,LOG,00000,\"statement: SELECT 'a,\"\"b\"\"'
+FROM t\",,,,,,,,,\"psql\",\"client backend\",,0
+2026-12-01 10:00:00.300 UTC,\"app\",\"shop\",411,\"[local]\",674c3a10.19b,3,\"SELECT\",2026-12-01 10:00:00 UTC,3/3,0,LOG,00000,\"execute S_1: SELECT $1::int\",\"parameters: $1 = '7'\",,,,,,,,\"psql\",\"client backend\",,0
+2026-12-01 10:00:00.400 UTC,\"app\",\"shop\",411,\"[local]\",674c3a10.19b,4,\"SELECT\",2026-12-01 10:00:00 UTC,3/4,0,ERROR,42P01,\"relation \"\"nope\"\" does not exist\",,,,,,\"SELECT * FROM nope\",15,,\"psql\",\"client backend\",,0
+2026-12-01 10:00:00.500 UTC,\"app\",\"shop\",411,\"[local]\",674c3a10.19b,5,\"SELECT\",2026-12-01 10:00:00 UTC,3/5,0,LOG,00000,\"statement: SELECT 'cut
+";
+    let mut r = PgCsvLog::new(log.as_bytes());
+    let entries: Vec<Entry> = r.by_ref().collect();
+    let s = session_of_c("674c3a10.19b").unwrap();
+    assert_eq!(
+        entries[0].what,
+        What::Connect {
+            db: Some("shop".into())
+        }
+    );
+    assert_eq!(
+        sqls(&entries),
+        vec![
+            (s, "SELECT 'a,\"b\"'\nFROM t".to_string()),
+            (s, "SELECT '7'::int".to_string())
+        ]
+    );
+    assert_eq!(entries[1].line, 2);
+    assert_eq!(entries[2].line, 4);
+    assert_eq!(r.malformed.count, 1, "{:?}", r.malformed);
+    assert_eq!(r.malformed.first[0].line, 6);
+}
+
+#[test]
+fn parameters_parse_and_fill_in() {
+    assert_eq!(
+        parse_parameters("$1 = '5', $2 = NULL, $3 = 'a, ''$1'''"),
+        vec![
+            (1, "'5'".to_string()),
+            (2, "NULL".to_string()),
+            (3, "'a, ''$1'''".to_string())
+        ]
+    );
+    assert_eq!(
+        substitute(
+            "select $1, '$2', $12",
+            &[(1, "'x'".into()), (12, "3".into())]
+        ),
+        "select 'x', '$2', 3"
+    );
+}

@@ -1,0 +1,96 @@
+//! The script of a replaying client: its share of the slice's sessions (`Slice::lane`), one
+//! statement per event over the text protocol, in recorded order, from the slice's start
+//! every trial (the client is made anew for each), again from the start when its share runs
+//! out. Before a statement whose session had another default database than the connection
+//! has, the client sends `USE db` (the MySQL family's logs say it; in the same event). The
+//! tag of the last event's statement tells which fingerprint it timed.
+
+use super::slice::{NONE, Slice};
+use crate::workload::session::{DbError, Session};
+use std::sync::Arc;
+
+/// One client's replay.
+pub struct ReplayScript {
+    slice: Arc<Slice>,
+    lane: Vec<u32>,
+    pos: usize,
+    /// The connection's default database (an index into `Slice::uses`), NONE: unknown.
+    db: u32,
+    tag: u32,
+}
+
+impl ReplayScript {
+    /// The whole slice on one client, until `set_lane`.
+    pub fn new(slice: Arc<Slice>) -> ReplayScript {
+        let lane = slice.lane(0, 1);
+        ReplayScript {
+            slice,
+            lane,
+            pos: 0,
+            db: NONE,
+            tag: NONE,
+        }
+    }
+
+    /// Replay client `lane`'s share of `lanes`, from the start.
+    pub fn set_lane(&mut self, lane: usize, lanes: usize) {
+        self.lane = self.slice.lane(lane, lanes);
+        self.pos = 0;
+    }
+
+    /// Go on where `old` (the same client before its connection was lost) was; the new
+    /// connection's database is unknown.
+    pub fn resume(&mut self, old: &ReplayScript) {
+        self.lane.clone_from(&old.lane);
+        self.pos = old.pos;
+        self.db = NONE;
+    }
+
+    /// The next statement's index in the slice, and move on.
+    fn advance(&mut self) -> Option<usize> {
+        let i = *self.lane.get(self.pos)?;
+        self.pos = (self.pos + 1) % self.lane.len();
+        Some(i as usize)
+    }
+
+    /// Pass over the next statement (rate mode skipped its start).
+    pub fn skip(&mut self) {
+        self.advance();
+    }
+
+    /// Run the next statement; returns the statements sent (with a `USE`, two).
+    pub fn event(&mut self, s: &mut dyn Session) -> Result<u32, DbError> {
+        let Some(i) = self.advance() else {
+            return Ok(0);
+        };
+        let st = &self.slice.stmts[i];
+        let mut n = 0;
+        if st.db != NONE && st.db != self.db {
+            s.simple(&self.slice.uses[st.db as usize])?;
+            self.db = st.db;
+            n += 1;
+        }
+        self.tag = st.tag;
+        s.simple(&st.sql)?;
+        Ok(n + 1)
+    }
+
+    /// The tag of the last statement run (NONE: untagged).
+    pub fn tag(&self) -> u32 {
+        self.tag
+    }
+
+    /// The recorded offsets of this client's statements (ns from the slice's start, divided
+    /// by `speed`), and the slice's span so divided: its schedule at a recorded pace.
+    pub fn offsets(&self, speed: f64) -> (Vec<u64>, u64) {
+        let scale = |ns: u64| (ns as f64 / speed) as u64;
+        let offsets = self
+            .lane
+            .iter()
+            .map(|&i| scale(self.slice.stmts[i as usize].at_ns))
+            .collect();
+        // One gap more than the span, so a wrapped round does not start on the last one.
+        let span = self.slice.span_ns() + self.slice.span_ns() / self.slice.stmts.len() as u64;
+        (offsets, scale(span).max(1))
+    }
+}

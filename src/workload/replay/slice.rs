@@ -1,0 +1,622 @@
+//! The slice of a log a run replays: read once, streamed, before anything changes on a server
+//! (a log that cannot be read is bad input). The log is read from `--from` until `--to`, until
+//! the slice holds `max_statements`, or (recorded pace) until it spans what the longest trial
+//! needs; only the slice is kept, so a log of any size replays in bounded memory. Statements
+//! that would change the data (unless `--replay-writes`) or the server (always) are counted
+//! and left out. Each statement keeps its session, its offset from the slice's first
+//! statement, its session's default database at the time, and its fingerprint's tag (the
+//! most frequent fingerprints are timed one by one).
+
+use super::classify::{Class, classify};
+use super::fingerprint::{digest, fingerprint};
+use super::mylog::{GeneralLog, SlowLog};
+use super::pglog::{PgCsvLog, PgStderrLog};
+use super::{LogReader, MalformedLines, What};
+use crate::error::usage;
+use anyhow::Result;
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::io::{BufReader, Read};
+use std::path::Path;
+
+/// How many fingerprints are timed one by one (the rest together, untold).
+pub const TAGGED: usize = 32;
+/// No database / no tag.
+pub const NONE: u32 = u32::MAX;
+
+/// A log's format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LogFormat {
+    /// MariaDB/MySQL general log (FILE).
+    General,
+    /// MariaDB/MySQL slow log.
+    Slow,
+    /// PostgreSQL's stderr format.
+    Postgres,
+    /// PostgreSQL's csvlog.
+    Csvlog,
+}
+
+impl LogFormat {
+    /// The name in flags and results.
+    pub fn name(self) -> &'static str {
+        match self {
+            LogFormat::General => "general",
+            LogFormat::Slow => "slow",
+            LogFormat::Postgres => "postgres",
+            LogFormat::Csvlog => "csvlog",
+        }
+    }
+
+    /// Parse `--log-format`.
+    pub fn parse(s: &str) -> Result<LogFormat> {
+        [
+            LogFormat::General,
+            LogFormat::Slow,
+            LogFormat::Postgres,
+            LogFormat::Csvlog,
+        ]
+        .into_iter()
+        .find(|f| f.name() == s.trim())
+        .ok_or_else(|| {
+            usage(format!(
+                "unknown log format '{s}': use general, slow (MariaDB/MySQL), postgres \
+                 (stderr) or csvlog"
+            ))
+        })
+    }
+
+    /// The engine family whose server writes it: "mysql" or "postgres".
+    pub fn family(self) -> &'static str {
+        match self {
+            LogFormat::General | LogFormat::Slow => "mysql",
+            LogFormat::Postgres | LogFormat::Csvlog => "postgres",
+        }
+    }
+
+    /// Tell the format from a log's first lines.
+    pub fn detect(head: &str) -> Option<LogFormat> {
+        let mut general = false;
+        for line in head.lines().take(500) {
+            if line.starts_with("# User@Host: ") || line.starts_with("# Time: ") {
+                return Some(LogFormat::Slow);
+            }
+            let fields = line.split(',').count();
+            if fields >= 23
+                && line.len() > 20
+                && line.as_bytes()[4] == b'-'
+                && (line.contains(",LOG,") || line.contains(",ERROR,"))
+            {
+                return Some(LogFormat::Csvlog);
+            }
+            if line.contains(" LOG:  ") || line.contains(" DETAIL:  ") {
+                return Some(LogFormat::Postgres);
+            }
+            let cmd = ["\tQuery\t", "\tConnect\t", "\tInit DB\t", "\tQuit"];
+            general |= cmd.iter().any(|c| line.contains(c)) || line.contains(" Query\t");
+        }
+        general.then_some(LogFormat::General)
+    }
+}
+
+/// How a replay paces each session.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Pace {
+    /// Closed loop: each client's next statement as soon as the last one is answered.
+    Asap,
+    /// Open loop: each statement at its recorded time, the gaps divided by this (1 =
+    /// recorded, 2 = twice as fast).
+    Recorded(f64),
+}
+
+impl Pace {
+    /// Parse `--pace`: asap, recorded, or a speed-up ("2x", "0.5x").
+    pub fn parse(s: &str) -> Result<Pace> {
+        let t = s.trim();
+        let bad = || {
+            usage(format!(
+                "bad pace '{t}': use asap (closed loop), recorded (each statement at its \
+                 recorded time), or a speed-up like 2x"
+            ))
+        };
+        match t {
+            "asap" => Ok(Pace::Asap),
+            "recorded" => Ok(Pace::Recorded(1.0)),
+            _ => {
+                let x: f64 = t
+                    .strip_suffix('x')
+                    .ok_or_else(bad)?
+                    .parse()
+                    .map_err(|_| bad())?;
+                if x.is_finite() && x > 0.0 {
+                    Ok(Pace::Recorded(x))
+                } else {
+                    Err(bad())
+                }
+            }
+        }
+    }
+
+    /// The name in results.
+    pub fn name(self) -> String {
+        match self {
+            Pace::Asap => "asap".into(),
+            Pace::Recorded(1.0) => "recorded".into(),
+            Pace::Recorded(x) => format!("{x}x"),
+        }
+    }
+}
+
+impl Serialize for Pace {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.name())
+    }
+}
+
+impl<'de> Deserialize<'de> for Pace {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Pace, D::Error> {
+        let s = String::deserialize(d)?;
+        Pace::parse(&s).map_err(|e| serde::de::Error::custom(format!("{e:#}")))
+    }
+}
+
+/// Where a slice starts or ends: an offset from the log's first statement, or a time.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Mark {
+    /// µs after the log's first timed entry.
+    After(i64),
+    /// µs since the epoch, in the log's clock.
+    At(i64),
+}
+
+impl Mark {
+    /// Parse `--from` / `--to`: "90s", "5m", "1h" after the log's start, or a time as the log
+    /// writes it ("2026-12-01 10:00:00", "2026-12-01T10:00:00", "261201 10:00:00").
+    pub fn parse(s: &str) -> Result<Mark> {
+        let t = s.trim();
+        if let Ok(d) = crate::units::duration(t) {
+            return Ok(Mark::After(d.as_micros() as i64));
+        }
+        super::pglog::pg_time(t)
+            .or_else(|| super::mylog::parse_time(t))
+            .map(Mark::At)
+            .ok_or_else(|| {
+                usage(format!(
+                    "bad time '{t}': write an offset from the log's start (90s, 5m, 1h) or a \
+                     time as the log writes it (2026-12-01 10:00:00)"
+                ))
+            })
+    }
+
+    fn resolve(self, start: i64) -> i64 {
+        match self {
+            Mark::After(us) => start + us,
+            Mark::At(us) => us,
+        }
+    }
+}
+
+/// What to replay, as the user asked.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReplaySpec {
+    /// The log file.
+    pub log: std::path::PathBuf,
+    /// Its format (None: told from its content).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub format: Option<LogFormat>,
+    /// Keep only the busiest N sessions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sessions: Option<u32>,
+    /// Where the slice starts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
+    /// Where it ends at the latest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to: Option<String>,
+    /// How sessions are paced.
+    pub pace: Pace,
+    /// Replay statements that change data or schema.
+    #[serde(default)]
+    pub writes: bool,
+    /// The user accepted writes on a server dbtax did not start.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub i_understand_writes: bool,
+    /// At most this many statements in the slice.
+    pub max_statements: u64,
+}
+
+impl ReplaySpec {
+    /// A replay of `log` with the defaults: asap, read-only, up to 200,000 statements.
+    pub fn of(log: &Path) -> ReplaySpec {
+        ReplaySpec {
+            log: log.to_path_buf(),
+            format: None,
+            sessions: None,
+            from: None,
+            to: None,
+            pace: Pace::Asap,
+            writes: false,
+            i_understand_writes: false,
+            max_statements: 200_000,
+        }
+    }
+}
+
+/// One statement of the slice.
+#[derive(Debug, Clone)]
+pub struct Stmt {
+    /// Its recorded offset from the slice's first statement, ns.
+    pub at_ns: u64,
+    /// Its session, numbered in the slice from 0 by first appearance.
+    pub session: u32,
+    /// Its session's default database then (an index into `Slice::uses`), or NONE.
+    pub db: u32,
+    /// Its fingerprint's tag (< TAGGED), or NONE.
+    pub tag: u32,
+    /// The text.
+    pub sql: Box<str>,
+}
+
+/// A fingerprint of the slice.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct FingerprintInfo {
+    /// Its digest.
+    pub digest: String,
+    /// The fingerprint.
+    pub fingerprint: String,
+    /// Its first statement (up to 200 characters).
+    pub sample: String,
+    /// Its statements in the slice.
+    pub count: u64,
+}
+
+/// What reading the log found (results.json `workload.replay`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct SliceStats {
+    /// The format read.
+    pub format: String,
+    /// Log entries read (connects, statements, quits…).
+    pub entries: u64,
+    /// Statements in the slice.
+    pub statements: u64,
+    /// Sessions in the slice.
+    pub sessions: u32,
+    /// Sessions left out by `--sessions`, and their statements.
+    pub sessions_left_out: u32,
+    /// Statements left out with them.
+    pub statements_left_out: u64,
+    /// Statements left out because they change data or schema.
+    pub skipped_writes: u64,
+    /// Statements left out because they change the server (settings, users, sessions).
+    pub skipped_server: u64,
+    /// Lines that belonged to nothing.
+    pub malformed_lines: u64,
+    /// The first of them: (line, why).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub malformed: Vec<(u64, String)>,
+    /// The slice's recorded length, s.
+    pub span_s: f64,
+    /// Its statements per second as recorded.
+    pub recorded_rate: f64,
+    /// Why reading stopped: "end of log", "--to", "max statements", "span".
+    pub ended_by: String,
+}
+
+/// The slice a run replays.
+#[derive(Debug, Default)]
+pub struct Slice {
+    /// Its statements in recorded order.
+    pub stmts: Vec<Stmt>,
+    /// Sessions in it.
+    pub sessions: u32,
+    /// `USE db` statements by database index (MySQL family).
+    pub uses: Vec<String>,
+    /// The tagged fingerprints, by tag.
+    pub fingerprints: Vec<FingerprintInfo>,
+    /// What reading found.
+    pub stats: SliceStats,
+}
+
+/// Open `spec`'s log as a reader of its format.
+fn open(path: &Path, format: LogFormat) -> Result<Box<dyn LogReader>> {
+    let file = std::fs::File::open(path)
+        .map_err(|e| usage(format!("cannot read the log {}: {e}", path.display())))?;
+    let r = BufReader::with_capacity(1 << 16, file);
+    Ok(match format {
+        LogFormat::General => Box::new(GeneralLog::new(r)),
+        LogFormat::Slow => Box::new(SlowLog::new(r)),
+        LogFormat::Postgres => Box::new(PgStderrLog::new(r)),
+        LogFormat::Csvlog => Box::new(PgCsvLog::new(r)),
+    })
+}
+
+/// The log's format: as given, or told from its first 256 KB.
+pub fn format_of(spec: &ReplaySpec) -> Result<LogFormat> {
+    if let Some(f) = spec.format {
+        return Ok(f);
+    }
+    let file = std::fs::File::open(&spec.log)
+        .map_err(|e| usage(format!("cannot read the log {}: {e}", spec.log.display())))?;
+    let mut head = vec![];
+    BufReader::new(file)
+        .take(256 * 1024)
+        .read_to_end(&mut head)
+        .map_err(|e| usage(format!("cannot read the log {}: {e}", spec.log.display())))?;
+    LogFormat::detect(&String::from_utf8_lossy(&head)).ok_or_else(|| {
+        usage(format!(
+            "cannot tell the format of {}: its first lines are neither a MariaDB/MySQL general \
+             or slow log nor a PostgreSQL stderr or csv log; give --log-format",
+            spec.log.display()
+        ))
+    })
+}
+
+/// A session while reading.
+#[derive(Default)]
+struct Seen {
+    db: Option<u32>,
+    rank: Option<u32>,
+}
+
+/// Read the slice: `span`: with a recorded pace, the recorded time the longest trial replays
+/// (reading stops past it).
+pub fn load(spec: &ReplaySpec, span: Option<std::time::Duration>) -> Result<Slice> {
+    let format = format_of(spec)?;
+    let from = spec.from.as_deref().map(Mark::parse).transpose()?;
+    let to = spec.to.as_deref().map(Mark::parse).transpose()?;
+    let mut reader = open(&spec.log, format)?;
+    let mysql = format.family() == "mysql";
+    // The slow log writes `use db;` when the database differs from the last one it wrote,
+    // whichever session that was: there a database holds for every session after it.
+    let shared_db = format == LogFormat::Slow;
+    let mut last_use: Option<u32> = None;
+    let mut slice = Slice::default();
+    let mut seen: HashMap<u64, Seen> = HashMap::new();
+    let mut dbs: HashMap<String, u32> = HashMap::new();
+    let mut fps: HashMap<String, u32> = HashMap::new();
+    let mut fp_list: Vec<FingerprintInfo> = vec![];
+    let mut stmt_fp: Vec<u32> = vec![];
+    let mut log_start: Option<i64> = None;
+    let mut slice_start: Option<i64> = None;
+    let mut clock = 0i64;
+    let mut ended_by = "end of log";
+    let span_us = span.map(|d| d.as_micros() as i64);
+    let mut entries = 0u64;
+    for e in reader.by_ref() {
+        entries += 1;
+        if let Some(t) = e.at_us {
+            clock = t;
+            log_start.get_or_insert(t);
+        }
+        let start = log_start.unwrap_or(0);
+        let s = seen.entry(e.session).or_default();
+        let sql = match e.what {
+            What::Connect { db } => {
+                s.db = db.filter(|_| mysql).map(|d| intern(&mut dbs, d));
+                continue;
+            }
+            What::InitDb(d) => {
+                s.db = mysql.then(|| intern(&mut dbs, d));
+                if shared_db {
+                    last_use = s.db;
+                }
+                continue;
+            }
+            What::Quit => {
+                seen.remove(&e.session);
+                continue;
+            }
+            What::Query(q) | What::Execute(q) => q,
+            What::Prepare(_) | What::Other(_) => continue,
+        };
+        if from.is_some_and(|m| clock < m.resolve(start)) {
+            continue;
+        }
+        if to.is_some_and(|m| clock >= m.resolve(start)) {
+            ended_by = "--to";
+            break;
+        }
+        let first = *slice_start.get_or_insert(clock);
+        if span_us.is_some_and(|sp| clock - first > sp) {
+            ended_by = "span";
+            break;
+        }
+        match classify(&sql) {
+            Class::Server => {
+                slice.stats.skipped_server += 1;
+                continue;
+            }
+            Class::Write if !spec.writes => {
+                slice.stats.skipped_writes += 1;
+                continue;
+            }
+            _ => {}
+        }
+        let rank = *s.rank.get_or_insert_with(|| {
+            slice.sessions += 1;
+            slice.sessions - 1
+        });
+        let f = fingerprint(&sql);
+        let fi = match fps.get(&f) {
+            Some(&i) => i,
+            None => {
+                fp_list.push(FingerprintInfo {
+                    digest: digest(&f),
+                    fingerprint: f.chars().take(400).collect(),
+                    sample: sql.chars().take(200).collect(),
+                    count: 0,
+                });
+                fps.insert(f, fp_list.len() as u32 - 1);
+                fp_list.len() as u32 - 1
+            }
+        };
+        fp_list[fi as usize].count += 1;
+        stmt_fp.push(fi);
+        slice.stmts.push(Stmt {
+            at_ns: ((clock - first).max(0) as u64) * 1000,
+            session: rank,
+            db: if shared_db { last_use } else { s.db }.unwrap_or(NONE),
+            tag: NONE,
+            sql: sql.into_boxed_str(),
+        });
+        if slice.stmts.len() as u64 >= spec.max_statements {
+            ended_by = "max statements";
+            break;
+        }
+    }
+    let malformed: &MalformedLines = reader.malformed();
+    slice.stats.malformed_lines = malformed.count;
+    slice.stats.malformed = malformed
+        .first
+        .iter()
+        .map(|m| (m.line, m.why.to_string()))
+        .collect();
+    slice.stats.format = format.name().into();
+    slice.stats.entries = entries;
+    slice.stats.ended_by = ended_by.into();
+    if let Some(n) = spec.sessions {
+        keep_busiest(&mut slice, &mut stmt_fp, &mut fp_list, n);
+    }
+    // The most frequent fingerprints are tagged, in order of count.
+    let mut order: Vec<usize> = (0..fp_list.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(fp_list[i].count));
+    let mut tag_of = vec![NONE; fp_list.len()];
+    for (tag, &i) in order.iter().take(TAGGED).enumerate() {
+        tag_of[i] = tag as u32;
+    }
+    for (st, fi) in slice.stmts.iter_mut().zip(&stmt_fp) {
+        st.tag = tag_of[*fi as usize];
+    }
+    slice.fingerprints = order
+        .iter()
+        .take(TAGGED)
+        .map(|&i| fp_list[i].clone())
+        .filter(|f| f.count > 0)
+        .collect();
+    let mut uses = vec![String::new(); dbs.len()];
+    for (name, i) in dbs {
+        uses[i as usize] = format!("USE `{}`", name.replace('`', "``"));
+    }
+    slice.uses = uses;
+    slice.stats.statements = slice.stmts.len() as u64;
+    slice.stats.sessions = slice.sessions;
+    let span_ns = slice.stmts.last().map_or(0, |s| s.at_ns);
+    slice.stats.span_s = span_ns as f64 / 1e9;
+    slice.stats.recorded_rate = if span_ns > 0 {
+        slice.stmts.len() as f64 / slice.stats.span_s
+    } else {
+        0.0
+    };
+    if slice.stmts.is_empty() {
+        let st = &slice.stats;
+        return Err(usage(format!(
+            "the log {} has no statement to replay in the slice asked ({} entries read, {} \
+             statements that change data or schema skipped (--replay-writes replays them), {} \
+             that change the server skipped, {} malformed lines)",
+            spec.log.display(),
+            st.entries,
+            st.skipped_writes,
+            st.skipped_server,
+            st.malformed_lines
+        )));
+    }
+    Ok(slice)
+}
+
+fn intern(dbs: &mut HashMap<String, u32>, name: String) -> u32 {
+    let n = dbs.len() as u32;
+    *dbs.entry(name).or_insert(n)
+}
+
+/// Keep the `n` sessions with the most statements (renumbered in order of appearance).
+fn keep_busiest(slice: &mut Slice, stmt_fp: &mut Vec<u32>, fps: &mut [FingerprintInfo], n: u32) {
+    if slice.sessions <= n {
+        return;
+    }
+    let mut counts = vec![0u64; slice.sessions as usize];
+    for s in &slice.stmts {
+        counts[s.session as usize] += 1;
+    }
+    let mut order: Vec<u32> = (0..slice.sessions).collect();
+    order.sort_by_key(|&s| std::cmp::Reverse(counts[s as usize]));
+    let mut keep = vec![false; counts.len()];
+    for &s in order.iter().take(n as usize) {
+        keep[s as usize] = true;
+    }
+    let mut renumber = vec![NONE; counts.len()];
+    let mut next = 0;
+    let before = slice.stmts.len();
+    let (mut stmts, mut fpi) = (vec![], vec![]);
+    for (mut st, fi) in std::mem::take(&mut slice.stmts)
+        .into_iter()
+        .zip(stmt_fp.drain(..))
+    {
+        if !keep[st.session as usize] {
+            fps[fi as usize].count -= 1;
+            continue;
+        }
+        if renumber[st.session as usize] == NONE {
+            renumber[st.session as usize] = next;
+            next += 1;
+        }
+        st.session = renumber[st.session as usize];
+        stmts.push(st);
+        fpi.push(fi);
+    }
+    slice.stats.sessions_left_out = slice.sessions - n;
+    slice.stats.statements_left_out = (before - stmts.len()) as u64;
+    slice.sessions = n;
+    // Offsets from the kept statements' first.
+    let first = stmts.first().map_or(0, |s| s.at_ns);
+    for s in &mut stmts {
+        s.at_ns -= first;
+    }
+    slice.stmts = stmts;
+    *stmt_fp = fpi;
+}
+
+impl Slice {
+    /// The statements client `lane` of `lanes` replays, by index: the sessions numbered
+    /// `lane` modulo `lanes`; with more clients than sessions, a client past the last
+    /// session replays session `lane` modulo the sessions.
+    pub fn lane(&self, lane: usize, lanes: usize) -> Vec<u32> {
+        let lanes = lanes.max(1) as u32;
+        let sessions = self.sessions.max(1);
+        let (of, lanes) = if (lane as u32) < sessions {
+            (lane as u32, lanes)
+        } else {
+            (lane as u32 % sessions, sessions)
+        };
+        self.stmts
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.session % lanes == of)
+            .map(|(i, _)| i as u32)
+            .collect()
+    }
+
+    /// The recorded span of the slice, ns (at least 1).
+    pub fn span_ns(&self) -> u64 {
+        self.stmts.last().map_or(1, |s| s.at_ns.max(1))
+    }
+}
+
+/// A slice read for a run, compared by identity (a workload holds it; two workloads are the
+/// same when they hold the same slice).
+#[derive(Debug, Clone, Default)]
+pub struct Loaded(pub Option<std::sync::Arc<Slice>>);
+
+impl PartialEq for Loaded {
+    fn eq(&self, other: &Self) -> bool {
+        match (&self.0, &other.0) {
+            (Some(a), Some(b)) => std::sync::Arc::ptr_eq(a, b),
+            (None, None) => true,
+            _ => false,
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "slice_tests.rs"]
+mod tests;

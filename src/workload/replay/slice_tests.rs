@@ -1,0 +1,205 @@
+//! The slice read from hand-made logs: formats told from content, the time window, the
+//! busiest sessions, writes and server changes left out, databases per session (general log)
+//! or shared (slow log), fingerprints tagged by count, the cap, lanes, and bad input.
+
+use super::*;
+
+fn write(name: &str, text: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join(name);
+    std::fs::write(&p, text).unwrap();
+    (dir, p)
+}
+
+const GENERAL: &str = "\
+/usr/sbin/mariadbd, Version: 10.11.6-MariaDB-log (Debian 12). started with:
+Tcp port: 0  Unix socket: /tmp/x.sock
+Time\t\t    Id Command\tArgument
+261201 10:00:00\t    5 Connect\tapp@localhost on shop using Socket
+\t\t    5 Query\tSELECT * FROM t WHERE id = 1
+\t\t    6 Connect\tapp@localhost on crm using Socket
+\t\t    6 Query\tSELECT * FROM t WHERE id = 2
+261201 10:00:01\t    5 Query\tUPDATE t SET a = 1 WHERE id = 1
+\t\t    5 Query\tSELECT * FROM t WHERE id = 3
+\t\t    7 Connect\tapp@localhost on shop using Socket
+\t\t    7 Query\tSET GLOBAL general_log = 0
+\t\t    7 Query\tSELECT name FROM u
+\t\t    6 Init DB\tshop
+\t\t    6 Query\tSELECT * FROM t WHERE id = 4
+261201 10:00:02\t    5 Query\tSELECT * FROM t WHERE id = 5
+\t\t    5 Quit\t
+";
+
+fn sqls(s: &Slice) -> Vec<(u32, &str)> {
+    s.stmts.iter().map(|x| (x.session, &*x.sql)).collect()
+}
+
+#[test]
+fn a_general_log_slice_keeps_reads_with_their_sessions_and_databases() {
+    let (_d, p) = write("general.log", GENERAL);
+    let spec = ReplaySpec::of(&p);
+    let s = load(&spec, None).unwrap();
+    assert_eq!(s.stats.format, "general");
+    assert_eq!(s.stats.skipped_writes, 1);
+    assert_eq!(s.stats.skipped_server, 1);
+    assert_eq!(s.sessions, 3);
+    assert_eq!(
+        sqls(&s),
+        vec![
+            (0, "SELECT * FROM t WHERE id = 1"),
+            (1, "SELECT * FROM t WHERE id = 2"),
+            (0, "SELECT * FROM t WHERE id = 3"),
+            (2, "SELECT name FROM u"),
+            (1, "SELECT * FROM t WHERE id = 4"),
+            (0, "SELECT * FROM t WHERE id = 5"),
+        ]
+    );
+    let db = |i: usize| s.uses[s.stmts[i].db as usize].as_str();
+    assert_eq!(db(0), "USE `shop`");
+    assert_eq!(db(1), "USE `crm`");
+    assert_eq!(db(4), "USE `shop`", "Init DB changed session 6's database");
+    assert_eq!(s.stmts[5].at_ns, 2_000_000_000);
+    assert_eq!((s.stats.span_s, s.stats.recorded_rate), (2.0, 3.0));
+    // One fingerprint for the five `t` reads, tagged first.
+    assert_eq!(s.fingerprints[0].count, 5);
+    assert_eq!(s.stmts[0].tag, 0);
+    assert_eq!(
+        s.fingerprints[0].fingerprint,
+        "select * from t where id = ?"
+    );
+
+    // With writes: the update is in.
+    let mut w = spec.clone();
+    w.writes = true;
+    let s = load(&w, None).unwrap();
+    assert_eq!(s.stats.skipped_writes, 0);
+    assert_eq!(s.stmts.len(), 7);
+    assert_eq!(s.stats.skipped_server, 1, "never the server's settings");
+}
+
+#[test]
+fn from_to_sessions_and_the_cap_cut_the_slice() {
+    let (_d, p) = write("general.log", GENERAL);
+    let mut spec = ReplaySpec::of(&p);
+    spec.from = Some("1s".into());
+    spec.to = Some("261201 10:00:02".into());
+    let s = load(&spec, None).unwrap();
+    assert_eq!(s.stats.ended_by, "--to");
+    assert_eq!(
+        sqls(&s),
+        vec![
+            (0, "SELECT * FROM t WHERE id = 3"),
+            (1, "SELECT name FROM u"),
+            (2, "SELECT * FROM t WHERE id = 4"),
+        ]
+    );
+    // The database of a session that connected before the slice is still known.
+    assert_eq!(s.uses[s.stmts[2].db as usize], "USE `shop`");
+    assert_eq!(
+        s.stmts[0].at_ns, 0,
+        "offsets from the slice's first statement"
+    );
+
+    let mut busiest = ReplaySpec::of(&p);
+    busiest.sessions = Some(1);
+    let s = load(&busiest, None).unwrap();
+    assert_eq!(s.sessions, 1);
+    assert_eq!(s.stats.sessions_left_out, 2);
+    assert_eq!(s.stats.statements_left_out, 3);
+    assert!(s.stmts.iter().all(|x| x.session == 0) && s.stmts.len() == 3);
+    assert_eq!(s.fingerprints[0].count, 3);
+
+    let mut cap = ReplaySpec::of(&p);
+    cap.max_statements = 2;
+    let s = load(&cap, None).unwrap();
+    assert_eq!(
+        (s.stmts.len(), s.stats.ended_by.as_str()),
+        (2, "max statements")
+    );
+
+    let s = load(
+        &ReplaySpec::of(&p),
+        Some(std::time::Duration::from_millis(500)),
+    )
+    .unwrap();
+    assert_eq!((s.stmts.len(), s.stats.ended_by.as_str()), (2, "span"));
+}
+
+#[test]
+fn a_slow_log_use_holds_for_every_session_after_it() {
+    let log = "\
+# Time: 261201 10:00:00
+# User@Host: app[app] @ localhost []
+# Thread_id: 5  Schema: shop  QC_hit: No
+use shop;
+SET timestamp=1796119200;
+SELECT 1 FROM t;
+# User@Host: app[app] @ localhost []
+# Thread_id: 6  Schema: shop  QC_hit: No
+SET timestamp=1796119201;
+SELECT 2 FROM t;
+";
+    let (_d, p) = write("slow.log", log);
+    let s = load(&ReplaySpec::of(&p), None).unwrap();
+    assert_eq!(s.stats.format, "slow");
+    assert_eq!(s.sessions, 2);
+    assert!(
+        s.stmts
+            .iter()
+            .all(|x| s.uses[x.db as usize] == "USE `shop`")
+    );
+    assert_eq!(s.stmts[1].at_ns, 1_000_000_000);
+}
+
+#[test]
+fn lanes_deal_sessions_and_share_them_when_clients_outnumber_them() {
+    let (_d, p) = write("general.log", GENERAL);
+    let s = load(&ReplaySpec::of(&p), None).unwrap();
+    assert_eq!(s.lane(0, 1).len(), 6);
+    assert_eq!(s.lane(0, 2), vec![0, 2, 3, 5], "sessions 0 and 2");
+    assert_eq!(s.lane(1, 2), vec![1, 4]);
+    assert_eq!(
+        s.lane(4, 5),
+        vec![1, 4],
+        "a fifth client replays session 1 again"
+    );
+    for lanes in 1..7 {
+        assert!((0..lanes).all(|l| !s.lane(l, lanes).is_empty()));
+    }
+}
+
+#[test]
+fn formats_are_told_from_their_first_lines() {
+    assert_eq!(LogFormat::detect(GENERAL), Some(LogFormat::General));
+    assert_eq!(
+        LogFormat::detect("x\n# Time: 261201 10:00:00\n"),
+        Some(LogFormat::Slow)
+    );
+    assert_eq!(
+        LogFormat::detect("2026-12-01 10:00:00.1 UTC [4] LOG:  statement: SELECT 1\n"),
+        Some(LogFormat::Postgres)
+    );
+    let csv = "2026-12-01 10:00:00.100 UTC,\"app\",\"shop\",411,\"[local]\",674c3a10.19b,2,\
+               \"SELECT\",2026-12-01 10:00:00 UTC,3/2,0,LOG,00000,\"statement: SELECT 1\",,,,,,,,,\
+               \"psql\",\"client backend\",,0\n";
+    assert_eq!(LogFormat::detect(csv), Some(LogFormat::Csvlog));
+    assert_eq!(LogFormat::detect("hello\nworld\n"), None);
+}
+
+#[test]
+fn bad_logs_and_flags_are_usage_errors() {
+    let code = |e: anyhow::Error| crate::error::exit_code(&e);
+    let (_d, p) = write("notes.txt", "hello\nworld\n");
+    assert_eq!(code(load(&ReplaySpec::of(&p), None).unwrap_err()), 2);
+    let missing = ReplaySpec::of(Path::new("/nonexistent/general.log"));
+    assert_eq!(code(load(&missing, None).unwrap_err()), 2);
+    let (_d2, w) = write("w.log", &GENERAL.replace("SELECT", "DELETE FROM x --"));
+    let e = load(&ReplaySpec::of(&w), None).unwrap_err();
+    assert!(format!("{e:#}").contains("--replay-writes"), "{e:#}");
+    assert_eq!(code(e), 2);
+    assert_eq!(code(Pace::parse("0x").unwrap_err()), 2);
+    assert_eq!(Pace::parse("2x").unwrap(), Pace::Recorded(2.0));
+    assert_eq!(code(Mark::parse("yesterday").unwrap_err()), 2);
+    assert_eq!(Mark::parse("5m").unwrap(), Mark::After(300_000_000));
+    assert_eq!(code(LogFormat::parse("binlog").unwrap_err()), 2);
+}

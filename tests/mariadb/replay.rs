@@ -1,0 +1,245 @@
+//! A captured log replayed as the workload (`--workload replay`): this server's slow log
+//! (long_query_time = 0) written while three sessions ran a known mix (point selects, a range
+//! count, an update, and the root session's SET GLOBALs), then replayed against the general
+//! log at `--pace asap` (a fixed count of statements: every trial the same ones) and at a
+//! recorded pace (rate mode at the log's own rate), with the cost per fingerprint.
+
+use super::*;
+
+/// Three sessions' mix, written to the slow log at `path`; returns the updates run.
+fn capture_slow_log(ctx: &Ctx, path: &Path) -> u64 {
+    let mut root = ctx.root();
+    root.query_drop(
+        "CREATE DATABASE IF NOT EXISTS t_shop; \
+         CREATE TABLE IF NOT EXISTS t_shop.items (id INT PRIMARY KEY, name VARCHAR(40), \
+         price INT, KEY (price)); \
+         INSERT IGNORE INTO t_shop.items \
+         SELECT seq, concat('item ', seq), seq % 97 FROM seq_1_to_2000",
+    )
+    .unwrap();
+    for q in [
+        format!("SET GLOBAL slow_query_log_file = '{}'", path.display()),
+        "SET GLOBAL long_query_time = 0".into(),
+        "SET GLOBAL slow_query_log = ON".into(),
+    ] {
+        root.query_drop(q).unwrap();
+    }
+    let updates = std::sync::atomic::AtomicU64::new(0);
+    std::thread::scope(|s| {
+        for session in 0..3u64 {
+            let updates = &updates;
+            s.spawn(move || {
+                let opts = mysql::OptsBuilder::new()
+                    .socket(Some(ctx.socket.display().to_string()))
+                    .user(Some("root"))
+                    .db_name(Some("t_shop"));
+                let mut c = mysql::Conn::new(opts).unwrap();
+                if session == 0 {
+                    // Changes the server (to what it was): logged, never replayed.
+                    c.query_drop("SET GLOBAL slow_launch_time = @@slow_launch_time")
+                        .unwrap();
+                }
+                for i in 0..150u64 {
+                    let id = 1 + (i * 37 + session * 11) % 2000;
+                    c.query_drop(format!("SELECT name FROM items WHERE id = {id}"))
+                        .unwrap();
+                    if i % 5 == 0 {
+                        c.query_drop(format!(
+                            "SELECT COUNT(*) FROM items WHERE price BETWEEN {} AND {}",
+                            i % 50,
+                            i % 50 + 20
+                        ))
+                        .unwrap();
+                    }
+                    if i % 30 == 0 {
+                        c.query_drop(format!("UPDATE items SET price = price WHERE id = {id}"))
+                            .unwrap();
+                        updates.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    }
+                    std::thread::sleep(Duration::from_millis(4));
+                }
+            });
+        }
+    });
+    for q in [
+        "SET GLOBAL slow_query_log = OFF",
+        "SET GLOBAL long_query_time = 10",
+        "SET GLOBAL slow_query_log_file = DEFAULT",
+    ] {
+        root.query_drop(q).unwrap();
+    }
+    updates.into_inner()
+}
+
+fn replay_args(ctx: &Ctx, log: &Path, out: &str, extra: &[&str]) -> Vec<String> {
+    let mut a = common::run_args(
+        &ctx.url("t_replay"),
+        &["general-log"],
+        "3",
+        "3",
+        &ctx.work.join(out),
+    );
+    a.extend(["--log".into(), log.display().to_string()]);
+    a.extend(extra.iter().map(|s| s.to_string()));
+    a
+}
+
+/// The trial's statements the server counted (Questions), less dbtax's status reads.
+fn questions(t: &serde_json::Value) -> f64 {
+    t["server_counters_per_query"]["Questions"]
+        .as_f64()
+        .unwrap()
+        * t["queries"].as_f64().unwrap()
+}
+
+pub(crate) fn a_captured_slow_log_replays_with_its_cost_per_statement(ctx: &Ctx) {
+    let log = ctx.work.join("shop-slow.log");
+    let updates = capture_slow_log(ctx, &log);
+    let before = ctx.var("general_log");
+
+    // As fast as the sessions go, 1,200 statements per trial: every trial the same ones.
+    let o = ctx.run(&replay_args(
+        ctx,
+        &log,
+        "replay-asap",
+        &["--queries-per-trial", "1200"],
+    ));
+    ok(&o);
+    let v = validate_results(&ctx.work.join("replay-asap/results.json"));
+    assert_eq!(ctx.var("general_log"), before);
+    let w = &v["workload"];
+    assert_eq!(w["kind"], "replay", "{w}");
+    let read = &w["replay"]["read"];
+    assert_eq!(read["format"], "slow", "{read}");
+    assert_eq!(read["sessions"].as_u64().unwrap(), 3, "{read}");
+    assert_eq!(read["skipped_writes"].as_u64().unwrap(), updates, "{read}");
+    // Session 0's SET GLOBAL is logged, and never replayed.
+    assert!(read["skipped_server"].as_u64().unwrap() >= 1, "{read}");
+    assert_eq!(read["malformed_lines"], 0, "{read}");
+    let fps = w["replay"]["fingerprints"].as_array().unwrap();
+    let sample = |needle: &str| {
+        fps.iter()
+            .find(|f| f["fingerprint"].as_str().unwrap().contains(needle))
+            .unwrap_or_else(|| panic!("{needle}: {fps:?}"))
+    };
+    assert_eq!(
+        sample("select name from items where id = ?")["count"],
+        450,
+        "{fps:?}"
+    );
+    assert_eq!(sample("between ? and ?")["count"], 90, "{fps:?}");
+    let mut seen = vec![];
+    for c in v["cells"].as_array().unwrap() {
+        for t in c["trials"].as_array().unwrap() {
+            assert_eq!(t["errors"], 0, "{t}");
+            assert_eq!(t["queries"], 1200, "{t}");
+            seen.push(questions(t));
+            let tf = t["fingerprints"].as_array().unwrap();
+            let count: u64 = tf.iter().map(|f| f["count"].as_u64().unwrap()).sum();
+            // Every statement is a tagged fingerprint's (the USE before a session's first is
+            // in its event).
+            assert!(count > 1100 && count <= 1200, "{t}");
+        }
+    }
+    // The server counted the same statements in every trial (its status reads aside).
+    let (lo, hi) = (
+        seen.iter().copied().fold(f64::MAX, f64::min),
+        seen.iter().copied().fold(0.0, f64::max),
+    );
+    assert!(hi - lo <= 12.0, "Questions per trial: {seen:?}");
+    let gl = cell(&v, "general-log", 3);
+    let costs = gl["fingerprints"].as_array().unwrap();
+    assert!(costs.len() >= 2, "{gl}");
+    let shares: f64 = costs
+        .iter()
+        .filter_map(|f| f["added_share_pct"].as_f64())
+        .sum();
+    assert!(shares == 0.0 || (shares - 100.0).abs() < 0.01, "{costs:?}");
+    for f in costs {
+        assert!(f["sample"].as_str().unwrap().starts_with("SELECT"), "{f}");
+        let d = &f["latency_delta_ms"]["p50"]["ci95"];
+        assert!(d[0].as_f64().unwrap() <= d[1].as_f64().unwrap(), "{f}");
+    }
+    let words = text(&o);
+    assert!(words.contains("statements that pay"), "{words}");
+
+    // At the recorded pace, four times as fast: rate mode at the log's own rate.
+    let o = ctx.run(&replay_args(
+        ctx,
+        &log,
+        "replay-recorded",
+        &["--pace", "4x"],
+    ));
+    ok(&o);
+    let v = validate_results(&ctx.work.join("replay-recorded/results.json"));
+    assert_eq!(ctx.var("general_log"), before);
+    let gl = cell(&v, "general-log", 3);
+    assert!(gl["latency_delta_ms"]["p50"]["ci95"].is_array(), "{gl}");
+    assert!(!gl["fingerprints"].as_array().unwrap().is_empty(), "{gl}");
+    let rate = v["workload"]["replay"]["read"]["recorded_rate"]
+        .as_f64()
+        .unwrap();
+    for c in v["cells"].as_array().unwrap() {
+        for t in c["trials"].as_array().unwrap() {
+            let asked = t["rate"]["asked"].as_f64().unwrap();
+            assert!((asked - 4.0 * rate).abs() < 1e-6 * asked, "{t}");
+            assert_eq!(t["errors"], 0, "{t}");
+            // Every trial replays the same schedule from the slice's start.
+            let q = t["queries"].as_f64().unwrap();
+            let expect = asked * t["duration_s"].as_f64().unwrap();
+            assert!((q - expect).abs() < 0.25 * expect, "{t}");
+        }
+    }
+    assert_eq!(ctx.journals(), 0);
+}
+
+pub(crate) fn a_log_that_cannot_be_replayed_here_is_bad_input(ctx: &Ctx) {
+    let before = ctx.var("general_log");
+    let pg = ctx.work.join("pg.log");
+    std::fs::write(
+        &pg,
+        "2026-12-01 10:00:00.100 UTC [411] LOG:  statement: SELECT 1\n",
+    )
+    .unwrap();
+    let cases: [(Vec<String>, &str); 5] = [
+        (
+            replay_args(ctx, &ctx.work.join("nope.log"), "bad1", &[]),
+            "cannot read the log",
+        ),
+        (
+            replay_args(ctx, &pg, "bad2", &[]),
+            "replay a log on the kind of server that wrote it",
+        ),
+        (
+            replay_args(ctx, &pg, "bad3", &["--pace", "fast"]),
+            "bad pace",
+        ),
+        (
+            replay_args(
+                ctx,
+                &ctx.work.join("shop-slow.log"),
+                "bad4",
+                &["--replay-writes"],
+            ),
+            "--i-understand-writes",
+        ),
+        (
+            replay_args(
+                ctx,
+                &ctx.work.join("shop-slow.log"),
+                "bad5",
+                &["--to", "0s"],
+            ),
+            "no statement to replay",
+        ),
+    ];
+    for (args, words) in cases {
+        let o = ctx.run(&args);
+        let said = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {said}");
+        assert!(said.contains(words), "{words}: {said}");
+        assert!(!said.contains("panicked"), "{said}");
+    }
+    assert_eq!(ctx.var("general_log"), before);
+    assert_eq!(ctx.journals(), 0);
+}
