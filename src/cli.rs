@@ -59,6 +59,9 @@ pub enum Command {
   dbtax run --preset pg-logging --quick                 log_statement, log_min_duration, pgaudit on PostgreSQL
   dbtax run --target 'postgres://postgres:pw@127.0.0.1:5432/app' --feature auto-explain -w select-only
   dbtax run --feature slow-log --agents ssh://client1,ssh://client2 --agent-bin copy --target 'mysql://u:pw@db:3306/'
+  dbtax run --log slow.log --feature audit --threads 8 --queries-per-trial 50000   your own statements, the same every trial
+  dbtax run --log postgresql.log --pace recorded --feature pgaudit --target 'postgres://postgres@/app?host=/run/postgresql'
+  dbtax run --log general.log --from 10m --to 20m --sessions 16 --dry-run          what would be replayed
 
 The first variant is the baseline. Overhead = 100 x (1 - qps_variant / qps_baseline),
 estimated from block-paired ratios with a 95% t interval. Settings are journaled before any

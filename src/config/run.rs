@@ -14,6 +14,9 @@ use crate::load::Arrival;
 use anyhow::Result;
 use std::time::Duration;
 
+/// A replay's default client count (one per session) stops here.
+const MAX_REPLAY_CLIENTS: u32 = 256;
+
 /// The run options of `dbtax run` for `exp`: where results go, how to restart the user's
 /// server, how to start the experiment's agents (checked: bad input is exit 2).
 pub fn run_options(args: &RunArgs, exp: &Experiment) -> Result<RunOptions> {
@@ -120,6 +123,13 @@ pub fn experiment(args: &RunArgs) -> Result<Experiment> {
         !exp.agents.is_empty(),
         &mut exp.open_loop,
     )?;
+    // A replay without a thread count asked: one client per recorded session.
+    if let Some(slice) = &exp.workload.slice.0
+        && args.threads.is_none()
+        && args.file.is_none()
+    {
+        exp.threads = vec![slice.sessions.clamp(1, MAX_REPLAY_CLIENTS)];
+    }
     if let Some(n) = &args.name {
         exp.name = n.clone();
     }

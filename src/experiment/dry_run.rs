@@ -21,6 +21,9 @@ pub fn render(exp: &Experiment, label: &str, version: &str, plan: &Plan) -> Resu
             * super::order::trial_estimate(exp.trial.max(CALIBRATION), exp.warmup).as_secs_f64();
     let mut s = format!("Experiment '{}' on {label} ({version})\n", exp.name);
     s += &format!("  workload   {}\n", serde_json::to_string(&exp.workload)?);
+    if let Some(slice) = &exp.workload.slice.0 {
+        s += &crate::workload::replay::slice::describe(slice);
+    }
     s += &format!("  threads    {:?}\n", exp.threads);
     if let Some(o) = &exp.open_loop {
         let levels: Vec<String> = o.levels.iter().map(|l| l.label()).collect();

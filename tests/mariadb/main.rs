@@ -170,6 +170,7 @@ fn main() {
         clients::the_servers_own_logs_read_back_as_the_sessions_ran_them,
         replay::a_captured_slow_log_replays_with_its_cost_per_statement,
         replay::a_log_that_cannot_be_replayed_here_is_bad_input,
+        replay::a_2_gb_log_replays_in_bounded_memory,
         ],
         || {
             let port = common::free_port();

@@ -390,6 +390,11 @@ pub fn load(spec: &ReplaySpec, span: Option<std::time::Duration>) -> Result<Slic
             log_start.get_or_insert(t);
         }
         let start = log_start.unwrap_or(0);
+        // Before the slice a statement costs no more than its time check.
+        let statement = matches!(e.what, What::Query(_) | What::Execute(_));
+        if statement && from.is_some_and(|m| clock < m.resolve(start)) {
+            continue;
+        }
         let s = seen.entry(e.session).or_default();
         let sql = match e.what {
             What::Connect { db } => {
@@ -410,9 +415,6 @@ pub fn load(spec: &ReplaySpec, span: Option<std::time::Duration>) -> Result<Slic
             What::Query(q) | What::Execute(q) => q,
             What::Prepare(_) | What::Other(_) => continue,
         };
-        if from.is_some_and(|m| clock < m.resolve(start)) {
-            continue;
-        }
         if to.is_some_and(|m| clock >= m.resolve(start)) {
             ended_by = "--to";
             break;
@@ -499,6 +501,7 @@ pub fn load(spec: &ReplaySpec, span: Option<std::time::Duration>) -> Result<Slic
         uses[i as usize] = format!("USE `{}`", name.replace('`', "``"));
     }
     slice.uses = uses;
+    spread_equal_times(&mut slice.stmts);
     slice.stats.statements = slice.stmts.len() as u64;
     slice.stats.sessions = slice.sessions;
     let span_ns = slice.stmts.last().map_or(0, |s| s.at_ns);
@@ -522,6 +525,29 @@ pub fn load(spec: &ReplaySpec, span: Option<std::time::Duration>) -> Result<Slic
         )));
     }
     Ok(slice)
+}
+
+/// Logs that time statements to the second (MariaDB's general and slow logs) give a whole
+/// second's statements one time: spread each run of equal times evenly over the gap to the
+/// next time (the last run over the gap before it), so a recorded pace does not send a
+/// second's statements in one burst.
+fn spread_equal_times(stmts: &mut [Stmt]) {
+    let mut start = 0;
+    let mut last_gap = 0u64;
+    while start < stmts.len() {
+        let t = stmts[start].at_ns;
+        let end = start + stmts[start..].iter().take_while(|s| s.at_ns == t).count();
+        let gap = match stmts.get(end) {
+            Some(next) => next.at_ns - t,
+            None => last_gap,
+        };
+        let n = (end - start) as u64;
+        for (k, s) in stmts[start..end].iter_mut().enumerate() {
+            s.at_ns = t + gap * k as u64 / n;
+        }
+        last_gap = gap;
+        start = end;
+    }
 }
 
 fn intern(dbs: &mut HashMap<String, u32>, name: String) -> u32 {
@@ -600,6 +626,35 @@ impl Slice {
     pub fn span_ns(&self) -> u64 {
         self.stmts.last().map_or(1, |s| s.at_ns.max(1))
     }
+}
+
+/// What a replay would replay, for `--dry-run`: the slice, what was left out and why, and
+/// the most frequent fingerprints.
+pub fn describe(slice: &Slice) -> String {
+    let st = &slice.stats;
+    let mut s = format!(
+        "  replay     {} statements of {} sessions ({} log, {} entries read, slice ended by \
+         {}), {:.1} s recorded ({:.0} statements/s)\n",
+        st.statements, st.sessions, st.format, st.entries, st.ended_by, st.span_s, st.recorded_rate
+    );
+    s += &format!(
+        "  left out   {} statements that change data or schema, {} that change the server, {} \
+         sessions ({} statements) past --sessions, {} malformed lines{}\n",
+        st.skipped_writes,
+        st.skipped_server,
+        st.sessions_left_out,
+        st.statements_left_out,
+        st.malformed_lines,
+        st.malformed
+            .iter()
+            .take(3)
+            .map(|(line, why)| format!("; line {line}: {why}"))
+            .collect::<String>()
+    );
+    for f in slice.fingerprints.iter().take(5) {
+        s += &format!("  statement  {:>8} × {}\n", f.count, f.fingerprint);
+    }
+    s
 }
 
 /// A slice read for a run, compared by identity (a workload holds it; two workloads are the

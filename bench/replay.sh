@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Your own queries, measured: a capture, then its replay. sysbench's oltp_read_only (4
+# threads) runs against a private MariaDB with the slow log at long_query_time = 0 (the
+# capture); dbtax then replays that log against the general log and the audit plugin, the
+# same statements every trial (--queries-per-trial), and prints its table with the
+# statements that pay. The server is pinned to the last CPU, dbtax's load to the others.
+#
+#   bash bench/replay.sh [capture seconds, default 10]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SECS=${1:-10}
+# shellcheck source=bench/server.sh
+source bench/server.sh
+LOG=$DIR/capture-slow.log
+OUT=${OUT:-$DIR/replay}
+mariadb -S "$SOCK" -uroot -e "SET GLOBAL slow_query_log_file = '$LOG'; \
+  SET GLOBAL long_query_time = 0; SET GLOBAL slow_query_log = ON"
+"${LOAD_PIN[@]}" sysbench oltp_read_only --db-driver=mysql --mysql-socket="$SOCK" \
+  --mysql-user=root --mysql-db=sbtest --tables=4 --table-size=100000 --threads=4 \
+  --time="$SECS" run >/dev/null
+mariadb -S "$SOCK" -uroot -e "SET GLOBAL slow_query_log = OFF; SET GLOBAL long_query_time = 10"
+echo "captured: $(du -h "$LOG" | cut -f1) of slow log in $SECS s"
+"$DBTAX" run --target "mysql://root@localhost/dbtax_replay?socket=$SOCK" --log "$LOG" \
+  --feature general-log --feature audit --threads 4 --repeats "${REPEATS:-8}" \
+  --queries-per-trial "${QUERIES:-40000}" --out "$OUT" ${DBTAX_ARGS:-}
+[ -n "${KEEP:-}" ] && cp -r "$OUT" "$KEEP"
