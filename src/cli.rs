@@ -169,10 +169,9 @@ pub struct WorkloadArgs {
     /// SQL run once before the query workload (e.g. CREATE TABLE ...).
     #[arg(long)]
     pub setup: Option<String>,
-    /// Replay a captured statement log as the workload (implies --workload replay): a
-    /// MariaDB/MySQL general or slow log, or a PostgreSQL log (log_statement=all; stderr
-    /// with %c or %p in log_line_prefix, or csvlog). Read-only statements only, unless
-    /// --replay-writes
+    /// Replay a captured log as the workload (implies --workload replay): a MariaDB/MySQL
+    /// general or slow log, or a PostgreSQL stderr log (%c or %p in log_line_prefix) or
+    /// csvlog. Statements that change data run only with --replay-writes
     #[arg(long, value_name = "FILE")]
     pub log: Option<PathBuf>,
     /// The log's format when it cannot be told from its first lines: general, slow,

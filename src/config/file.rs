@@ -72,8 +72,8 @@ struct WorkloadFile {
 }
 
 /// A file's replay: `log = "…"` and the keys that go with it (checked as the flags are).
-fn replay_of(w: &WorkloadFile) -> Result<Option<crate::workload::replay::slice::ReplaySpec>> {
-    use crate::workload::replay::slice::{LogFormat, Mark, Pace, ReplaySpec};
+fn replay_of(w: &WorkloadFile) -> Result<Option<crate::workload::replay::spec::ReplaySpec>> {
+    use crate::workload::replay::spec::{LogFormat, Mark, Pace, ReplaySpec};
     let Some(log) = &w.log else {
         return Ok(None);
     };

@@ -103,7 +103,7 @@ pub fn workload_from(args: &WorkloadArgs, mut base: Workload) -> Result<Workload
 
 /// The replay flags over a workload: `--log` makes it a replay; the others need one.
 fn replay_from(args: &WorkloadArgs, base: &mut Workload) -> Result<()> {
-    use crate::workload::replay::slice::{LogFormat, Pace, ReplaySpec};
+    use crate::workload::replay::spec::{LogFormat, Pace, ReplaySpec};
     if let Some(log) = &args.log {
         if args.workload.is_some_and(|k| k != WorkloadKind::Replay) {
             return Err(usage("--log goes with --workload replay"));
@@ -138,11 +138,11 @@ fn replay_from(args: &WorkloadArgs, base: &mut Workload) -> Result<()> {
         spec.sessions = Some(n);
     }
     if let Some(f) = &args.from {
-        crate::workload::replay::slice::Mark::parse(f)?;
+        crate::workload::replay::spec::Mark::parse(f)?;
         spec.from = Some(f.clone());
     }
     if let Some(t) = &args.to {
-        crate::workload::replay::slice::Mark::parse(t)?;
+        crate::workload::replay::spec::Mark::parse(t)?;
         spec.to = Some(t.clone());
     }
     if let Some(p) = &args.pace {
@@ -168,7 +168,7 @@ pub fn load_replay(
     agents: bool,
     open: &mut Option<crate::experiment::spec::OpenLoop>,
 ) -> Result<()> {
-    use crate::workload::replay::slice::Pace;
+    use crate::workload::replay::spec::Pace;
     let Some(spec) = workload.replay.clone() else {
         return Ok(());
     };

@@ -45,9 +45,50 @@ fn headline(c: &Cell) -> Option<String> {
     })
 }
 
+/// What the replay read: "Replayed 1200 statements of 3 sessions from slow.log (slow); left
+/// out: …".
+fn read_line(r: &Results) -> Option<String> {
+    let replay = r.workload.get("replay")?;
+    let read = replay.get("read")?;
+    let n = |k: &str| read.get(k).and_then(|v| v.as_u64()).unwrap_or(0);
+    let mut s = format!(
+        "Replayed {} statements of {} sessions from {} ({}, {} pace); left out: {} that change \
+         data or schema{}, {} that change the server",
+        n("statements"),
+        n("sessions"),
+        replay.get("log").and_then(|v| v.as_str()).unwrap_or("?"),
+        read.get("format").and_then(|v| v.as_str()).unwrap_or("?"),
+        replay.get("pace").and_then(|v| v.as_str()).unwrap_or("?"),
+        n("skipped_writes"),
+        if replay.get("writes").and_then(|v| v.as_bool()) == Some(true) {
+            " (none: --replay-writes)"
+        } else {
+            ""
+        },
+        n("skipped_server"),
+    );
+    if n("sessions_left_out") > 0 {
+        s += &format!(", {} sessions past --sessions", n("sessions_left_out"));
+    }
+    if n("malformed_lines") > 0 {
+        s += &format!("; {} malformed lines skipped", n("malformed_lines"));
+        if let Some(first) = read.get("malformed").and_then(|m| m.get(0)) {
+            s += &format!(
+                " (the first, line {}: {})",
+                first[0],
+                first[1].as_str().unwrap_or("")
+            );
+        }
+    }
+    Some(s + ".")
+}
+
 /// The terminal's section ("" when the run is no replay).
 pub fn text(r: &Results) -> String {
     let mut s = String::new();
+    if let Some(line) = read_line(r) {
+        let _ = writeln!(s, "\n{line}");
+    }
     for c in cells(r) {
         let _ = writeln!(
             s,
@@ -90,6 +131,9 @@ pub fn text(r: &Results) -> String {
 /// The HTML report's section ("" when the run is no replay).
 pub fn html(r: &Results) -> String {
     let mut s = String::new();
+    if let Some(line) = read_line(r) {
+        let _ = writeln!(s, "<p>{}</p>", esc(&line));
+    }
     for c in cells(r) {
         let _ = writeln!(
             s,

@@ -314,7 +314,7 @@ impl Server {
         let (Some(spec), Some(slice)) = (&workload.replay, &workload.slice.0) else {
             return Ok(());
         };
-        let format = crate::workload::replay::slice::LogFormat::parse(&slice.stats.format)?;
+        let format = crate::workload::replay::spec::LogFormat::parse(&slice.stats.format)?;
         let engine = self.engine();
         if format.family() != engine.name {
             return Err(crate::error::usage(format!(

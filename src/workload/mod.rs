@@ -112,7 +112,7 @@ pub struct Workload {
     pub setup: Vec<String>,
     /// The `replay` workload: which log, which slice, at what pace.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub replay: Option<replay::slice::ReplaySpec>,
+    pub replay: Option<replay::spec::ReplaySpec>,
     /// The replay's slice, once read (`load_replay`).
     #[serde(skip)]
     pub slice: replay::slice::Loaded,
@@ -274,7 +274,7 @@ impl Client {
             k => Script::Oltp(oltp::OltpScript::new(s, k, &w.max_ids)?),
         };
         let pace = match w.workload.replay.as_ref().map(|r| r.pace) {
-            Some(replay::slice::Pace::Recorded(x)) => Some(x),
+            Some(replay::spec::Pace::Recorded(x)) => Some(x),
             _ => None,
         };
         Ok(Client {

@@ -6,11 +6,13 @@
 //! fingerprints (`fingerprint`), by which the costs are told per statement.
 
 pub mod classify;
+pub mod csvlog;
 pub mod fingerprint;
 pub mod mylog;
 pub mod pglog;
 pub mod script;
 pub mod slice;
+pub mod spec;
 
 /// A log reader: entries in the log's order, and the lines it could not read.
 pub trait LogReader: Iterator<Item = Entry> {

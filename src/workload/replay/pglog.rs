@@ -8,7 +8,7 @@
 //! log_min_duration_statement), their `$n` parameters filled in from the DETAIL that follows
 //! (`parameters: $1 = '5', $2 = NULL`); `connection authorized: … database=D` starts a
 //! session, `disconnection:` ends it. An ERROR's `STATEMENT:` line repeats a statement that
-//! was logged already and is not replayed twice.
+//! was logged already and is not replayed twice. csvlog's reader is `csvlog`.
 
 use super::{Entry, LogReader, Malformed, MalformedLines, What};
 use std::collections::VecDeque;
@@ -48,7 +48,7 @@ pub fn pg_time(s: &str) -> Option<i64> {
 }
 
 /// A session key from `%c` ("hex.hex": start time, process id).
-fn session_of_c(token: &str) -> Option<u64> {
+pub(super) fn session_of_c(token: &str) -> Option<u64> {
     let (a, b) = token.split_once('.')?;
     let hex = |s: &str| {
         (!s.is_empty() && s.len() <= 12 && s.bytes().all(|c| c.is_ascii_hexdigit()))
@@ -96,7 +96,7 @@ fn split_message(line: &str) -> Option<(&str, &str, &str)> {
 }
 
 /// What a LOG message means for a replay; None: nothing (a checkpoint, a duration alone).
-fn what_of(message: &str) -> Option<What> {
+pub(super) fn what_of(message: &str) -> Option<What> {
     let mut m = message;
     if let Some(rest) = m.strip_prefix("duration: ") {
         // "duration: 0.123 ms  statement: …" (or the duration alone).
@@ -123,7 +123,7 @@ fn what_of(message: &str) -> Option<What> {
 }
 
 /// `$1 = '5', $2 = NULL` → [(1, "'5'"), (2, "NULL")].
-fn parse_parameters(s: &str) -> Vec<(usize, String)> {
+pub(super) fn parse_parameters(s: &str) -> Vec<(usize, String)> {
     let b: Vec<char> = s.chars().collect();
     let mut out = vec![];
     let mut i = 0;
@@ -176,7 +176,7 @@ fn parse_parameters(s: &str) -> Vec<(usize, String)> {
 }
 
 /// `sql` with each `$n` outside quotes replaced by its value.
-fn substitute(sql: &str, params: &[(usize, String)]) -> String {
+pub(super) fn substitute(sql: &str, params: &[(usize, String)]) -> String {
     let b: Vec<char> = sql.chars().collect();
     let mut out = String::with_capacity(sql.len() + 16);
     let mut quoted = false;
@@ -365,149 +365,6 @@ impl<R: BufRead> Iterator for PgStderrLog<R> {
 }
 
 impl<R: BufRead> LogReader for PgStderrLog<R> {
-    fn malformed(&self) -> &MalformedLines {
-        &self.malformed
-    }
-}
-
-/// csvlog's columns dbtax reads.
-const CSV_TIME: usize = 0;
-const CSV_DB: usize = 2;
-const CSV_SESSION: usize = 5;
-const CSV_SEVERITY: usize = 11;
-const CSV_MESSAGE: usize = 13;
-const CSV_DETAIL: usize = 14;
-
-/// Reads a csvlog file.
-pub struct PgCsvLog<R> {
-    input: R,
-    buf: Vec<u8>,
-    line_no: u64,
-    /// Lines that belonged to nothing.
-    pub malformed: MalformedLines,
-    done: bool,
-}
-
-impl<R: BufRead> PgCsvLog<R> {
-    /// A reader of `input`.
-    pub fn new(input: R) -> Self {
-        PgCsvLog {
-            input,
-            buf: Vec::with_capacity(4096),
-            line_no: 0,
-            malformed: MalformedLines::default(),
-            done: false,
-        }
-    }
-
-    /// The next record's fields and its first line; None at the end (a record cut by the
-    /// end of the file is counted malformed).
-    fn record(&mut self) -> Option<(u64, Vec<String>)> {
-        let mut fields = vec![];
-        let mut cur = String::new();
-        let mut quoted = false;
-        let mut first = 0;
-        loop {
-            self.buf.clear();
-            match self.input.read_until(b'\n', &mut self.buf) {
-                Ok(0) | Err(_) => {
-                    self.done = true;
-                    if first != 0 {
-                        self.malformed.push(Malformed {
-                            line: first,
-                            why: "a csv record cut by the end of the file",
-                        });
-                    }
-                    return None;
-                }
-                Ok(_) => {}
-            }
-            self.line_no += 1;
-            if first == 0 {
-                first = self.line_no;
-            }
-            let text = String::from_utf8_lossy(&self.buf);
-            let mut chars = text.chars().peekable();
-            while let Some(c) = chars.next() {
-                if quoted {
-                    if c == '"' {
-                        if chars.peek() == Some(&'"') {
-                            chars.next();
-                            cur.push('"');
-                        } else {
-                            quoted = false;
-                        }
-                    } else {
-                        cur.push(c);
-                    }
-                } else {
-                    match c {
-                        '"' => quoted = true,
-                        ',' => fields.push(std::mem::take(&mut cur)),
-                        '\n' | '\r' => {}
-                        _ => cur.push(c),
-                    }
-                }
-            }
-            if !quoted {
-                fields.push(cur);
-                return Some((first, fields));
-            }
-        }
-    }
-}
-
-impl<R: BufRead> Iterator for PgCsvLog<R> {
-    type Item = Entry;
-
-    fn next(&mut self) -> Option<Entry> {
-        while !self.done {
-            let (line, f) = self.record()?;
-            if f.len() <= CSV_DETAIL {
-                if f.iter().any(|x| !x.trim().is_empty()) {
-                    self.malformed.push(Malformed {
-                        line,
-                        why: "a csv record with fewer columns than csvlog's",
-                    });
-                }
-                continue;
-            }
-            if f[CSV_SEVERITY] != "LOG" {
-                continue;
-            }
-            let Some(mut what) = what_of(&f[CSV_MESSAGE]) else {
-                continue;
-            };
-            let Some(session) = session_of_c(&f[CSV_SESSION]) else {
-                self.malformed.push(Malformed {
-                    line,
-                    why: "a statement whose session_id is not PostgreSQL's",
-                });
-                continue;
-            };
-            match &mut what {
-                What::Execute(sql) => {
-                    if let Some(p) = f[CSV_DETAIL].strip_prefix("parameters: ") {
-                        *sql = substitute(sql, &parse_parameters(p));
-                    }
-                }
-                What::Connect { db } if db.is_none() => {
-                    *db = Some(f[CSV_DB].clone()).filter(|d| !d.is_empty());
-                }
-                _ => {}
-            }
-            return Some(Entry {
-                line,
-                session,
-                at_us: pg_time(&f[CSV_TIME]),
-                what,
-            });
-        }
-        None
-    }
-}
-
-impl<R: BufRead> LogReader for PgCsvLog<R> {
     fn malformed(&self) -> &MalformedLines {
         &self.malformed
     }

@@ -3,6 +3,7 @@
 //! and quotes, a cut last record, lines that belong to nothing.
 
 use super::*;
+use crate::workload::replay::csvlog::PgCsvLog;
 
 fn sqls(entries: &[Entry]) -> Vec<(u64, String)> {
     entries

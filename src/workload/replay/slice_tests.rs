@@ -3,6 +3,7 @@
 //! or shared (slow log), fingerprints tagged by count, the cap, lanes, and bad input.
 
 use super::*;
+use crate::workload::replay::spec::Pace;
 
 fn write(name: &str, text: &str) -> (tempfile::TempDir, std::path::PathBuf) {
     let dir = tempfile::tempdir().unwrap();

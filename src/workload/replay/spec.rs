@@ -1,0 +1,226 @@
+//! What a replay is asked: the log and its format, the slice's bounds, the pace, whether
+//! writes run. Parsed from flags and files, checked before anything is read.
+
+use crate::error::usage;
+use anyhow::Result;
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+/// A log's format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LogFormat {
+    /// MariaDB/MySQL general log (FILE).
+    General,
+    /// MariaDB/MySQL slow log.
+    Slow,
+    /// PostgreSQL's stderr format.
+    Postgres,
+    /// PostgreSQL's csvlog.
+    Csvlog,
+}
+
+impl LogFormat {
+    /// The name in flags and results.
+    pub fn name(self) -> &'static str {
+        match self {
+            LogFormat::General => "general",
+            LogFormat::Slow => "slow",
+            LogFormat::Postgres => "postgres",
+            LogFormat::Csvlog => "csvlog",
+        }
+    }
+
+    /// Parse `--log-format`.
+    pub fn parse(s: &str) -> Result<LogFormat> {
+        [
+            LogFormat::General,
+            LogFormat::Slow,
+            LogFormat::Postgres,
+            LogFormat::Csvlog,
+        ]
+        .into_iter()
+        .find(|f| f.name() == s.trim())
+        .ok_or_else(|| {
+            usage(format!(
+                "unknown log format '{s}': use general, slow (MariaDB/MySQL), postgres \
+                 (stderr) or csvlog"
+            ))
+        })
+    }
+
+    /// The engine family whose server writes it: "mysql" or "postgres".
+    pub fn family(self) -> &'static str {
+        match self {
+            LogFormat::General | LogFormat::Slow => "mysql",
+            LogFormat::Postgres | LogFormat::Csvlog => "postgres",
+        }
+    }
+
+    /// Tell the format from a log's first lines.
+    pub fn detect(head: &str) -> Option<LogFormat> {
+        let mut general = false;
+        for line in head.lines().take(500) {
+            if line.starts_with("# User@Host: ") || line.starts_with("# Time: ") {
+                return Some(LogFormat::Slow);
+            }
+            let fields = line.split(',').count();
+            if fields >= 23
+                && line.len() > 20
+                && line.as_bytes()[4] == b'-'
+                && (line.contains(",LOG,") || line.contains(",ERROR,"))
+            {
+                return Some(LogFormat::Csvlog);
+            }
+            if line.contains(" LOG:  ") || line.contains(" DETAIL:  ") {
+                return Some(LogFormat::Postgres);
+            }
+            let cmd = ["\tQuery\t", "\tConnect\t", "\tInit DB\t", "\tQuit"];
+            general |= cmd.iter().any(|c| line.contains(c)) || line.contains(" Query\t");
+        }
+        general.then_some(LogFormat::General)
+    }
+}
+
+/// How a replay paces each session.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Pace {
+    /// Closed loop: each client's next statement as soon as the last one is answered.
+    Asap,
+    /// Open loop: each statement at its recorded time, the gaps divided by this (1 =
+    /// recorded, 2 = twice as fast).
+    Recorded(f64),
+}
+
+impl Pace {
+    /// Parse `--pace`: asap, recorded, or a speed-up ("2x", "0.5x").
+    pub fn parse(s: &str) -> Result<Pace> {
+        let t = s.trim();
+        let bad = || {
+            usage(format!(
+                "bad pace '{t}': use asap (closed loop), recorded (each statement at its \
+                 recorded time), or a speed-up like 2x"
+            ))
+        };
+        match t {
+            "asap" => Ok(Pace::Asap),
+            "recorded" => Ok(Pace::Recorded(1.0)),
+            _ => {
+                let x: f64 = t
+                    .strip_suffix('x')
+                    .ok_or_else(bad)?
+                    .parse()
+                    .map_err(|_| bad())?;
+                if x.is_finite() && x > 0.0 {
+                    Ok(Pace::Recorded(x))
+                } else {
+                    Err(bad())
+                }
+            }
+        }
+    }
+
+    /// The name in results.
+    pub fn name(self) -> String {
+        match self {
+            Pace::Asap => "asap".into(),
+            Pace::Recorded(1.0) => "recorded".into(),
+            Pace::Recorded(x) => format!("{x}x"),
+        }
+    }
+}
+
+impl Serialize for Pace {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.name())
+    }
+}
+
+impl<'de> Deserialize<'de> for Pace {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Pace, D::Error> {
+        let s = String::deserialize(d)?;
+        Pace::parse(&s).map_err(|e| serde::de::Error::custom(format!("{e:#}")))
+    }
+}
+
+/// Where a slice starts or ends: an offset from the log's first statement, or a time.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Mark {
+    /// µs after the log's first timed entry.
+    After(i64),
+    /// µs since the epoch, in the log's clock.
+    At(i64),
+}
+
+impl Mark {
+    /// Parse `--from` / `--to`: "90s", "5m", "1h" after the log's start, or a time as the log
+    /// writes it ("2026-12-01 10:00:00", "2026-12-01T10:00:00", "261201 10:00:00").
+    pub fn parse(s: &str) -> Result<Mark> {
+        let t = s.trim();
+        if let Ok(d) = crate::units::duration(t) {
+            return Ok(Mark::After(d.as_micros() as i64));
+        }
+        super::pglog::pg_time(t)
+            .or_else(|| super::mylog::parse_time(t))
+            .map(Mark::At)
+            .ok_or_else(|| {
+                usage(format!(
+                    "bad time '{t}': write an offset from the log's start (90s, 5m, 1h) or a \
+                     time as the log writes it (2026-12-01 10:00:00)"
+                ))
+            })
+    }
+
+    pub(super) fn resolve(self, start: i64) -> i64 {
+        match self {
+            Mark::After(us) => start + us,
+            Mark::At(us) => us,
+        }
+    }
+}
+
+/// What to replay, as the user asked.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReplaySpec {
+    /// The log file.
+    pub log: std::path::PathBuf,
+    /// Its format (None: told from its content).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub format: Option<LogFormat>,
+    /// Keep only the busiest N sessions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sessions: Option<u32>,
+    /// Where the slice starts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
+    /// Where it ends at the latest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to: Option<String>,
+    /// How sessions are paced.
+    pub pace: Pace,
+    /// Replay statements that change data or schema.
+    #[serde(default)]
+    pub writes: bool,
+    /// The user accepted writes on a server dbtax did not start.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub i_understand_writes: bool,
+    /// At most this many statements in the slice.
+    pub max_statements: u64,
+}
+
+impl ReplaySpec {
+    /// A replay of `log` with the defaults: asap, read-only, up to 200,000 statements.
+    pub fn of(log: &Path) -> ReplaySpec {
+        ReplaySpec {
+            log: log.to_path_buf(),
+            format: None,
+            sessions: None,
+            from: None,
+            to: None,
+            pace: Pace::Asap,
+            writes: false,
+            i_understand_writes: false,
+            max_statements: 200_000,
+        }
+    }
+}
