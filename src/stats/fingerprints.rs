@@ -4,7 +4,7 @@
 //! latency the variant added (mean added × statements, over the fingerprints that added any).
 
 use super::overhead::median;
-use super::summary::by_block;
+use super::paired::by_block;
 use crate::results::{FingerprintCost, FingerprintDelta, Trial, TrialFingerprint};
 
 fn of<'a>(t: &'a Trial, digest: &str) -> Option<&'a TrialFingerprint> {

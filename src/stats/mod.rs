@@ -11,6 +11,7 @@ pub mod fingerprints;
 pub mod holm;
 mod interaction;
 pub mod overhead;
+pub mod paired;
 pub mod ratio;
 pub mod robust;
 pub mod summary;

@@ -6,7 +6,8 @@
 use super::carryover::Pair;
 use super::correction::{Correction, Terms, correct, fit_carry_over, observations, pairs};
 use super::holm::holm;
-use super::overhead::{median, overhead_of_corrected, paired_difference, paired_test, pct};
+use super::overhead::{median, overhead_of_corrected, paired_test, pct};
+use super::paired::{by_block, paired_values};
 use crate::results::{
     Analysis, CarryOverTerm, Cell, CellRate, CpuDelta, FactorEffect, LatencyDelta, Overhead, Trial,
 };
@@ -172,36 +173,6 @@ pub fn summarize(cells: &[CellTrials]) -> Summary {
         cells: out,
         analysis,
     }
-}
-
-/// The values of the blocks both ran and both have the value for: (baseline's, variant's).
-pub(super) fn paired_values(
-    baseline: &[Trial],
-    variant: &[Trial],
-    f: impl Fn(&Trial) -> Option<f64>,
-) -> (Vec<f64>, Vec<f64>) {
-    let mut b = vec![];
-    let mut v = vec![];
-    for t in variant {
-        if let Some(base) = baseline.iter().find(|x| x.block == t.block)
-            && let (Some(x), Some(y)) = (f(base), f(t))
-        {
-            b.push(x);
-            v.push(y);
-        }
-    }
-    (b, v)
-}
-
-/// The variant minus its baseline in each block both ran and both have the value for, with
-/// a t interval over those blocks.
-pub(super) fn by_block(
-    baseline: &[Trial],
-    variant: &[Trial],
-    f: impl Fn(&Trial) -> Option<f64>,
-) -> Option<crate::results::Estimate> {
-    let (b, v) = paired_values(baseline, variant, f);
-    paired_difference(&b, &v)
 }
 
 /// The server CPU per statement the variant adds, paired by block (a trial whose figure was

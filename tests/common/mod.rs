@@ -247,3 +247,22 @@ pub fn mariadbd_elsewhere(dir: &Path) -> PathBuf {
     Command::new("chmod").arg("+x").arg(&path).status().unwrap();
     path
 }
+
+/// A replay at a recorded pace `speed`: every trial asked `speed` × the slice's recorded rate,
+/// ran without errors, and ran about what its schedule held for its window (the same
+/// schedule every trial, from the slice's start).
+pub fn assert_recorded_pace(v: &serde_json::Value, speed: f64) {
+    let rate = v["workload"]["replay"]["read"]["recorded_rate"]
+        .as_f64()
+        .unwrap();
+    for c in v["cells"].as_array().unwrap() {
+        for t in c["trials"].as_array().unwrap() {
+            let asked = t["rate"]["asked"].as_f64().unwrap();
+            assert!((asked - speed * rate).abs() < 1e-6 * asked, "{t}");
+            assert_eq!(t["errors"], 0, "{t}");
+            let q = t["queries"].as_f64().unwrap();
+            let expect = asked * t["duration_s"].as_f64().unwrap();
+            assert!((q - expect).abs() < 0.25 * expect, "{t}");
+        }
+    }
+}

@@ -2,13 +2,27 @@
 //! log_statement = all (prepared point selects, whose values the log gives in a DETAIL line,
 //! a range count over the simple protocol, an update, a set_config), the lines they added to
 //! the server's log (stderr format, Debian's default prefix: the process id names the
-//! session) are the capture; replayed at `--pace asap` (every trial the same statements) and
-//! at twice the recorded pace, against log-statement.
+//! session; and csvlog, switched on for the capture) are the capture; replayed at `--pace
+//! asap` (every trial the same statements) and at twice the recorded pace, against
+//! log-statement.
 
 use super::*;
 
-/// The mix, logged; returns the captured lines' file and the updates run.
-fn capture(ctx: &Ctx, db: &str) -> (PathBuf, u64) {
+/// Wait until `cond` holds (at most 20 s).
+fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !cond() {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "timed out: {what}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// The mix, logged in both formats (stderr, and csvlog for the capture's length); returns
+/// the captured lines of each and the updates run.
+fn capture(ctx: &Ctx, db: &str) -> (PathBuf, PathBuf, u64) {
     let mut admin = ctx.sql("postgres");
     let _ = admin.batch_execute(&format!("CREATE DATABASE {db}"));
     ctx.sql(db)
@@ -20,7 +34,16 @@ fn capture(ctx: &Ctx, db: &str) -> (PathBuf, u64) {
         )
         .unwrap();
     let log = ctx.server.datadir().join("log/postgresql.log");
-    let from = std::fs::metadata(&log).unwrap().len();
+    let csv = ctx.server.datadir().join("log/postgresql.csv");
+    let size = |p: &Path| std::fs::metadata(p).map_or(0, |m| m.len()) as usize;
+    for q in [
+        "ALTER SYSTEM SET log_destination = 'stderr,csvlog'",
+        "SELECT pg_reload_conf()",
+    ] {
+        admin.batch_execute(q).unwrap();
+    }
+    wait_until("the csv log", || csv.exists());
+    let (from, csv_from) = (size(&log), size(&csv));
     let updates = std::sync::atomic::AtomicU64::new(0);
     std::thread::scope(|s| {
         for session in 0..3i32 {
@@ -56,21 +79,30 @@ fn capture(ctx: &Ctx, db: &str) -> (PathBuf, u64) {
     });
     // The logging collector writes behind: wait until every session's last lines are in.
     let expected = 3 * (120 + 24 + 4);
-    let mut text = String::new();
-    let start = Instant::now();
-    while start.elapsed() < Duration::from_secs(20) {
-        let bytes = std::fs::read(&log).unwrap();
-        text = String::from_utf8_lossy(&bytes[from as usize..]).into_owned();
-        let statements =
-            text.matches("LOG:  execute").count() + text.matches("LOG:  statement").count();
-        if statements >= expected {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(200));
+    let since = |p: &Path, at: usize| {
+        let bytes = std::fs::read(p).unwrap();
+        String::from_utf8_lossy(&bytes[at..]).into_owned()
+    };
+    wait_until("the statements in both logs", || {
+        let (t, c) = (since(&log, from), since(&csv, csv_from));
+        t.matches("LOG:  execute").count() + t.matches("LOG:  statement").count() >= expected
+            && c.matches(",LOG,00000,\"execute").count()
+                + c.matches(",LOG,00000,\"statement").count()
+                >= expected
+    });
+    for q in [
+        "ALTER SYSTEM RESET log_destination",
+        "SELECT pg_reload_conf()",
+    ] {
+        admin.batch_execute(q).unwrap();
     }
-    let out = ctx.work.join("pg-capture.log");
-    std::fs::write(&out, text).unwrap();
-    (out, updates.into_inner())
+    let (out, out_csv) = (
+        ctx.work.join("pg-capture.log"),
+        ctx.work.join("pg-capture.csv"),
+    );
+    std::fs::write(&out, since(&log, from)).unwrap();
+    std::fs::write(&out_csv, since(&csv, csv_from)).unwrap();
+    (out, out_csv, updates.into_inner())
 }
 
 fn replay_args(ctx: &Ctx, db: &str, log: &Path, out: &str, extra: &[&str]) -> Vec<String> {
@@ -102,7 +134,9 @@ fn replay_args(ctx: &Ctx, db: &str, log: &Path, out: &str, extra: &[&str]) -> Ve
 
 pub(crate) fn a_captured_statement_log_replays_with_its_cost_per_statement(ctx: &Ctx) {
     let db = "t_pgreplay";
-    let (log, updates) = capture(ctx, db);
+    let conf = ctx.auto_conf();
+    let (log, csv, updates) = capture(ctx, db);
+    assert_eq!(ctx.auto_conf(), conf, "the capture's ALTER SYSTEM undone");
     let o = ctx.run(&replay_args(
         ctx,
         db,
@@ -155,6 +189,23 @@ pub(crate) fn a_captured_statement_log_replays_with_its_cost_per_statement(ctx: 
     );
     assert!(text(&o).contains("statements that pay"), "{}", text(&o));
 
+    // The same capture as csvlog reads the same.
+    let o = ctx.run(&replay_args(
+        ctx,
+        db,
+        &csv,
+        "pg-replay-csv",
+        &["--queries-per-trial", "300"],
+    ));
+    ok(&o);
+    let v = validate_results(&ctx.work.join("pg-replay-csv/results.json"));
+    let read_csv = &v["workload"]["replay"]["read"];
+    assert_eq!(read_csv["format"], "csvlog", "{read_csv}");
+    for k in ["statements", "sessions", "skipped_writes", "skipped_server"] {
+        assert_eq!(read_csv[k], read[k], "{k}: {read_csv} / {read}");
+    }
+    assert_eq!(read_csv["malformed_lines"], 0, "{read_csv}");
+
     // Twice the recorded pace: rate mode at twice the log's rate.
     let o = ctx.run(&replay_args(
         ctx,
@@ -166,16 +217,7 @@ pub(crate) fn a_captured_statement_log_replays_with_its_cost_per_statement(ctx: 
     ok(&o);
     assert_eq!(ctx.show("log_statement"), "none");
     let v = validate_results(&ctx.work.join("pg-replay-2x/results.json"));
-    let rate = v["workload"]["replay"]["read"]["recorded_rate"]
-        .as_f64()
-        .unwrap();
-    for c in v["cells"].as_array().unwrap() {
-        for t in c["trials"].as_array().unwrap() {
-            let asked = t["rate"]["asked"].as_f64().unwrap();
-            assert!((asked - 2.0 * rate).abs() < 1e-6 * asked, "{t}");
-            assert_eq!(t["errors"], 0, "{t}");
-        }
-    }
+    common::assert_recorded_pace(&v, 2.0);
 
     // A MariaDB log is not replayed here.
     let general = ctx.work.join("general.log");

@@ -44,21 +44,16 @@ impl<R: BufRead> PgCsvLog<R> {
         let mut quoted = false;
         let mut first = 0;
         loop {
-            self.buf.clear();
-            match self.input.read_until(b'\n', &mut self.buf) {
-                Ok(0) | Err(_) => {
-                    self.done = true;
-                    if first != 0 {
-                        self.malformed.push(Malformed {
-                            line: first,
-                            why: "a csv record cut by the end of the file",
-                        });
-                    }
-                    return None;
+            if !super::next_line(&mut self.input, &mut self.buf, &mut self.line_no) {
+                self.done = true;
+                if first != 0 {
+                    self.malformed.push(Malformed {
+                        line: first,
+                        why: "a csv record cut by the end of the file",
+                    });
                 }
-                Ok(_) => {}
+                return None;
             }
-            self.line_no += 1;
             if first == 0 {
                 first = self.line_no;
             }

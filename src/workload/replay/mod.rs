@@ -20,6 +20,19 @@ pub trait LogReader: Iterator<Item = Entry> {
     fn malformed(&self) -> &MalformedLines;
 }
 
+/// Read the next line of `input` into `buf` (emptied first) and count it in `line_no`; false
+/// at the end of the input (a read error ends it too: what was read stands).
+fn next_line(input: &mut impl std::io::BufRead, buf: &mut Vec<u8>, line_no: &mut u64) -> bool {
+    buf.clear();
+    match input.read_until(b'\n', buf) {
+        Ok(0) | Err(_) => false,
+        Ok(_) => {
+            *line_no += 1;
+            true
+        }
+    }
+}
+
 /// How many malformed lines are kept with their numbers (the rest only counted).
 const KEEP_MALFORMED: usize = 20;
 

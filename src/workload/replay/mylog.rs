@@ -158,15 +158,10 @@ impl<R: BufRead> Iterator for GeneralLog<R> {
 
     fn next(&mut self) -> Option<Entry> {
         while !self.done {
-            self.buf.clear();
-            match self.input.read_until(b'\n', &mut self.buf) {
-                Ok(0) | Err(_) => {
-                    self.done = true;
-                    break;
-                }
-                Ok(_) => {}
+            if !super::next_line(&mut self.input, &mut self.buf, &mut self.line_no) {
+                self.done = true;
+                break;
             }
-            self.line_no += 1;
             let text = String::from_utf8_lossy(&self.buf);
             let line = text.trim_end_matches('\n').trim_end_matches('\r');
             if header(line) {
@@ -328,16 +323,11 @@ impl<R: BufRead> Iterator for SlowLog<R> {
             if self.done {
                 return None;
             }
-            self.buf.clear();
-            match self.input.read_until(b'\n', &mut self.buf) {
-                Ok(0) | Err(_) => {
-                    self.done = true;
-                    self.close();
-                }
-                Ok(_) => {
-                    self.line_no += 1;
-                    self.read_line();
-                }
+            if super::next_line(&mut self.input, &mut self.buf, &mut self.line_no) {
+                self.read_line();
+            } else {
+                self.done = true;
+                self.close();
             }
         }
     }

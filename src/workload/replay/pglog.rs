@@ -349,16 +349,11 @@ impl<R: BufRead> Iterator for PgStderrLog<R> {
             if self.done {
                 return None;
             }
-            self.buf.clear();
-            match self.input.read_until(b'\n', &mut self.buf) {
-                Ok(0) | Err(_) => {
-                    self.done = true;
-                    self.out.flush();
-                }
-                Ok(_) => {
-                    self.line_no += 1;
-                    self.read_line();
-                }
+            if super::next_line(&mut self.input, &mut self.buf, &mut self.line_no) {
+                self.read_line();
+            } else {
+                self.done = true;
+                self.out.flush();
             }
         }
     }
