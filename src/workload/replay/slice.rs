@@ -166,6 +166,8 @@ pub fn load(spec: &ReplaySpec, span: Option<std::time::Duration>) -> Result<Slic
     let mut ended_by = "end of log";
     let span_us = span.map(|d| d.as_micros() as i64);
     let mut entries = 0u64;
+    // Whether the log times statements to the second only.
+    let mut whole_seconds = true;
     for e in reader.by_ref() {
         entries += 1;
         if let Some(t) = e.at_us {
@@ -203,6 +205,7 @@ pub fn load(spec: &ReplaySpec, span: Option<std::time::Duration>) -> Result<Slic
             break;
         }
         let first = *slice_start.get_or_insert(clock);
+        whole_seconds &= clock % 1_000_000 == 0;
         if span_us.is_some_and(|sp| clock - first > sp) {
             ended_by = "span";
             break;
@@ -284,10 +287,10 @@ pub fn load(spec: &ReplaySpec, span: Option<std::time::Duration>) -> Result<Slic
         uses[i as usize] = format!("USE `{}`", name.replace('`', "``"));
     }
     slice.uses = uses;
-    spread_equal_times(&mut slice.stmts);
+    spread_equal_times(&mut slice.stmts, whole_seconds);
     slice.stats.statements = slice.stmts.len() as u64;
     slice.stats.sessions = slice.sessions;
-    let span_ns = slice.stmts.last().map_or(0, |s| s.at_ns);
+    let span_ns = slice.stmts.iter().map(|s| s.at_ns).max().unwrap_or(0);
     slice.stats.span_s = span_ns as f64 / 1e9;
     slice.stats.recorded_rate = if span_ns > 0 {
         slice.stmts.len() as f64 / slice.stats.span_s
@@ -312,17 +315,17 @@ pub fn load(spec: &ReplaySpec, span: Option<std::time::Duration>) -> Result<Slic
 
 /// Logs that time statements to the second (MariaDB's general and slow logs) give a whole
 /// second's statements one time: spread each run of equal times evenly over the gap to the
-/// next time (the last run over the gap before it, or over its second when every time is a
-/// whole second), so a recorded pace does not send a second's statements in one burst.
-fn spread_equal_times(stmts: &mut [Stmt]) {
+/// next time (the last run over the gap before it, or over its second when the log's times
+/// are `seconds`), so a recorded pace does not send a second's statements in one burst.
+fn spread_equal_times(stmts: &mut [Stmt], seconds: bool) {
     let mut start = 0;
-    let seconds = stmts.iter().all(|s| s.at_ns % 1_000_000_000 == 0);
     let mut last_gap = if seconds { 1_000_000_000 } else { 0 };
     while start < stmts.len() {
         let t = stmts[start].at_ns;
         let end = start + stmts[start..].iter().take_while(|s| s.at_ns == t).count();
         let gap = match stmts.get(end) {
-            Some(next) => next.at_ns - t,
+            // (A log's times need not rise: PostgreSQL's backends stamp their own lines.)
+            Some(next) => next.at_ns.saturating_sub(t),
             None if seconds => 1_000_000_000,
             None => last_gap,
         };
@@ -379,7 +382,7 @@ fn keep_busiest(slice: &mut Slice, stmt_fp: &mut Vec<u32>, fps: &mut [Fingerprin
     slice.stats.statements_left_out = (before - stmts.len()) as u64;
     slice.sessions = n;
     // Offsets from the kept statements' first.
-    let first = stmts.first().map_or(0, |s| s.at_ns);
+    let first = stmts.iter().map(|s| s.at_ns).min().unwrap_or(0);
     for s in &mut stmts {
         s.at_ns -= first;
     }
@@ -409,7 +412,7 @@ impl Slice {
 
     /// The recorded span of the slice, ns (at least 1).
     pub fn span_ns(&self) -> u64 {
-        self.stmts.last().map_or(1, |s| s.at_ns.max(1))
+        self.stmts.iter().map(|s| s.at_ns).max().unwrap_or(0).max(1)
     }
 }
 

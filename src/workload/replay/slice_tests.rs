@@ -201,8 +201,30 @@ fn bad_logs_and_flags_are_usage_errors() {
     assert!(format!("{e:#}").contains("--replay-writes"), "{e:#}");
     assert_eq!(code(e), 2);
     assert_eq!(code(Pace::parse("0x").unwrap_err()), 2);
+    assert_eq!(code(Pace::parse("1e300x").unwrap_err()), 2);
     assert_eq!(Pace::parse("2x").unwrap(), Pace::Recorded(2.0));
     assert_eq!(code(Mark::parse("yesterday").unwrap_err()), 2);
     assert_eq!(Mark::parse("5m").unwrap(), Mark::After(300_000_000));
     assert_eq!(code(LogFormat::parse("binlog").unwrap_err()), 2);
+}
+
+#[test]
+fn times_that_go_back_are_taken_as_they_come() {
+    // PostgreSQL's backends stamp their own lines: the log's order is not the times' order.
+    let log = "\
+2026-12-01 10:00:00.300 UTC [411] LOG:  statement: SELECT 1
+2026-12-01 10:00:00.100 UTC [412] LOG:  statement: SELECT 2
+2026-12-01 10:00:00.300 UTC [413] LOG:  statement: SELECT 3
+2026-12-01 10:00:00.300 UTC [411] LOG:  statement: SELECT 4
+2026-12-01 10:00:00.200 UTC [412] LOG:  statement: SELECT 5
+";
+    let (_d, p) = write("pg.log", log);
+    let s = load(&ReplaySpec::of(&p), None).unwrap();
+    let at: Vec<u64> = s.stmts.iter().map(|x| x.at_ns / 1_000_000).collect();
+    assert_eq!(at, vec![0, 0, 0, 0, 0]);
+    let mut busiest = ReplaySpec::of(&p);
+    busiest.sessions = Some(2);
+    let s = load(&busiest, None).unwrap();
+    assert_eq!(s.stmts.len(), 4);
+    assert!(s.span_ns() >= 1);
 }

@@ -99,7 +99,7 @@ impl Pace {
         let bad = || {
             usage(format!(
                 "bad pace '{t}': use asap (closed loop), recorded (each statement at its \
-                 recorded time), or a speed-up like 2x"
+                 recorded time), or a speed-up from 0.001x to 1000x, like 2x"
             ))
         };
         match t {
@@ -111,7 +111,7 @@ impl Pace {
                     .ok_or_else(bad)?
                     .parse()
                     .map_err(|_| bad())?;
-                if x.is_finite() && x > 0.0 {
+                if (0.001..=1000.0).contains(&x) {
                     Ok(Pace::Recorded(x))
                 } else {
                     Err(bad())
