@@ -77,8 +77,20 @@ pub fn parse_time(s: &str) -> Option<i64> {
         let f: String = frac.chars().chain(std::iter::repeat('0')).take(6).collect();
         num(&f)?
     };
-    let days = days_from_civil(date.0, date.1, date.2);
-    Some(((days * 24 + h) * 60 + mi) * 60_000_000 + num(whole)? * 1_000_000 + frac_us)
+    let whole = num(whole)?;
+    // A date or time out of range is no time (and no arithmetic overflow).
+    let (y, m, d) = date;
+    if !(1..=9999).contains(&y)
+        || !(1..=12).contains(&m)
+        || !(1..=31).contains(&d)
+        || h > 23
+        || mi > 59
+        || whole > 60
+    {
+        return None;
+    }
+    let days = days_from_civil(y, m, d);
+    Some(((days * 24 + h) * 60 + mi) * 60_000_000 + whole * 1_000_000 + frac_us)
 }
 
 /// One general-log line taken apart: (time, thread id, command, argument).
@@ -296,7 +308,7 @@ impl<R: BufRead> SlowLog<R> {
                 b.db = Some(line[4..line.len() - 1].trim().trim_matches('`').to_string());
             } else if b.sql.is_empty() && lower.starts_with("set timestamp=") {
                 let secs = num(line[14..].trim_end_matches(';'));
-                b.at_us = secs.map(|s| s * 1_000_000).or(b.at_us);
+                b.at_us = secs.and_then(|s| s.checked_mul(1_000_000)).or(b.at_us);
             } else {
                 if !b.sql.is_empty() {
                     b.sql.push('\n');

@@ -120,3 +120,17 @@ fn times_parse_in_both_families_formats() {
     assert_eq!(parse_time("1970-01-01T00:00:00.5Z"), Some(500_000));
     assert_eq!(parse_time("not a time"), None);
 }
+
+#[test]
+fn times_out_of_range_are_no_times() {
+    assert_eq!(parse_time("99999999999-01-01T00:00:00Z"), None);
+    assert_eq!(parse_time("2026-13-01T00:00:00Z"), None);
+    assert_eq!(parse_time("261201 99999999999:00:00"), None);
+    assert_eq!(parse_time("261201 10:61:00"), None);
+    assert!(parse_time("2026-12-01T10:00:00.5Z").is_some());
+    // A slow log's SET timestamp too large for µs is left out, not multiplied over.
+    let log = b"# User@Host: a[a] @ localhost []\n# Thread_id: 5\nSET timestamp=9223372036854775;\nSELECT 1;\n";
+    let entries: Vec<Entry> = SlowLog::new(&log[..]).collect();
+    assert_eq!(entries.len(), 1);
+    assert_eq!(entries[0].at_us, None);
+}
