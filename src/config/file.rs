@@ -73,25 +73,21 @@ struct WorkloadFile {
 
 /// A file's replay: `log = "…"` and the keys that go with it (checked as the flags are).
 fn replay_of(w: &WorkloadFile) -> Result<Option<crate::workload::replay::spec::ReplaySpec>> {
-    use crate::workload::replay::spec::{LogFormat, Mark, Pace, ReplaySpec};
+    use crate::workload::replay::spec::{ReplayOptions, ReplaySpec};
     let Some(log) = &w.log else {
         return Ok(None);
     };
     let mut spec = ReplaySpec::of(log);
-    spec.format = w.log_format.as_deref().map(LogFormat::parse).transpose()?;
-    spec.sessions = w.sessions;
-    for m in [&w.from, &w.to].into_iter().flatten() {
-        Mark::parse(m)?;
-    }
-    spec.from.clone_from(&w.from);
-    spec.to.clone_from(&w.to);
-    if let Some(p) = &w.pace {
-        spec.pace = Pace::parse(p)?;
-    }
-    spec.writes = w.replay_writes.unwrap_or(false);
-    if let Some(n) = w.max_statements {
-        spec.max_statements = n;
-    }
+    spec.apply(&ReplayOptions {
+        log_format: w.log_format.as_deref(),
+        sessions: w.sessions,
+        from: w.from.as_deref(),
+        to: w.to.as_deref(),
+        pace: w.pace.as_deref(),
+        writes: w.replay_writes.unwrap_or(false),
+        i_understand_writes: false,
+        max_statements: w.max_statements,
+    })?;
     Ok(Some(spec))
 }
 

@@ -103,7 +103,7 @@ pub fn workload_from(args: &WorkloadArgs, mut base: Workload) -> Result<Workload
 
 /// The replay flags over a workload: `--log` makes it a replay; the others need one.
 fn replay_from(args: &WorkloadArgs, base: &mut Workload) -> Result<()> {
-    use crate::workload::replay::spec::{LogFormat, Pace, ReplaySpec};
+    use crate::workload::replay::spec::{ReplayOptions, ReplaySpec};
     if let Some(log) = &args.log {
         if args.workload.is_some_and(|k| k != WorkloadKind::Replay) {
             return Err(usage("--log goes with --workload replay"));
@@ -111,52 +111,24 @@ fn replay_from(args: &WorkloadArgs, base: &mut Workload) -> Result<()> {
         base.kind = WorkloadKind::Replay;
         base.replay = Some(ReplaySpec::of(log));
     }
-    let given = args.log_format.is_some()
-        || args.sessions.is_some()
-        || args.from.is_some()
-        || args.to.is_some()
-        || args.pace.is_some()
-        || args.replay_writes
-        || args.i_understand_writes
-        || args.max_statements.is_some();
-    let Some(spec) = base.replay.as_mut() else {
-        if given {
-            return Err(usage(
-                "--log-format, --sessions, --from, --to, --pace, --replay-writes and \
-                 --max-statements go with a replay: give --log FILE",
-            ));
-        }
-        return Ok(());
+    let options = ReplayOptions {
+        log_format: args.log_format.as_deref(),
+        sessions: args.sessions,
+        from: args.from.as_deref(),
+        to: args.to.as_deref(),
+        pace: args.pace.as_deref(),
+        writes: args.replay_writes,
+        i_understand_writes: args.i_understand_writes,
+        max_statements: args.max_statements,
     };
-    if let Some(f) = &args.log_format {
-        spec.format = Some(LogFormat::parse(f)?);
+    match base.replay.as_mut() {
+        Some(spec) => spec.apply(&options),
+        None if options.any() => Err(usage(
+            "--log-format, --sessions, --from, --to, --pace, --replay-writes and \
+             --max-statements go with a replay: give --log FILE",
+        )),
+        None => Ok(()),
     }
-    if let Some(n) = args.sessions {
-        if n == 0 {
-            return Err(usage("--sessions must be at least 1"));
-        }
-        spec.sessions = Some(n);
-    }
-    if let Some(f) = &args.from {
-        crate::workload::replay::spec::Mark::parse(f)?;
-        spec.from = Some(f.clone());
-    }
-    if let Some(t) = &args.to {
-        crate::workload::replay::spec::Mark::parse(t)?;
-        spec.to = Some(t.clone());
-    }
-    if let Some(p) = &args.pace {
-        spec.pace = Pace::parse(p)?;
-    }
-    spec.writes |= args.replay_writes;
-    spec.i_understand_writes |= args.i_understand_writes;
-    if let Some(n) = args.max_statements {
-        if n == 0 {
-            return Err(usage("--max-statements must be at least 1"));
-        }
-        spec.max_statements = n;
-    }
-    Ok(())
 }
 
 /// Read a replay's slice before anything changes (a log that cannot be read is bad input);

@@ -322,11 +322,7 @@ impl Server {
                  server that wrote it. Nothing was changed",
                 spec.log.display(),
                 format.name(),
-                if format.family() == "mysql" {
-                    "MariaDB/MySQL"
-                } else {
-                    "PostgreSQL"
-                },
+                engines::named(format.family()).map_or("", |e| e.title),
                 engine.title
             )));
         }

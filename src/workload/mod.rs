@@ -340,8 +340,8 @@ impl Client {
 
     /// A replay at a recorded pace: this client's intended starts (ns from the trial's
     /// start) and the period after which they repeat.
-    pub fn recorded_schedule(&self) -> Option<(Vec<u64>, u64)> {
-        match (&self.script, &self.pace) {
+    pub fn recorded_schedule(&mut self) -> Option<(Vec<u64>, u64)> {
+        match (&mut self.script, &self.pace) {
             (Script::Replay(r), Some(speed)) => Some(r.offsets(*speed)),
             _ => None,
         }

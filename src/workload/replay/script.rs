@@ -20,12 +20,12 @@ pub struct ReplayScript {
 }
 
 impl ReplayScript {
-    /// The whole slice on one client, until `set_lane`.
+    /// A client of `slice`: its share is dealt by `set_lane` (the whole slice when its first
+    /// statement comes before one).
     pub fn new(slice: Arc<Slice>) -> ReplayScript {
-        let lane = slice.lane(0, 1);
         ReplayScript {
             slice,
-            lane,
+            lane: vec![],
             pos: 0,
             db: NONE,
             tag: NONE,
@@ -46,8 +46,17 @@ impl ReplayScript {
         self.db = NONE;
     }
 
+    /// Deal this client the whole slice when it was dealt no share (a dealt share is never
+    /// empty, `Slice::lane`).
+    fn deal(&mut self) {
+        if self.lane.is_empty() {
+            self.lane = self.slice.lane(0, 1);
+        }
+    }
+
     /// The next statement's index in the slice, and move on.
     fn advance(&mut self) -> Option<usize> {
+        self.deal();
         let i = *self.lane.get(self.pos)?;
         self.pos = (self.pos + 1) % self.lane.len();
         Some(i as usize)
@@ -82,8 +91,9 @@ impl ReplayScript {
 
     /// The recorded offsets of this client's statements (ns from the slice's start, divided
     /// by `speed`), and the slice's span so divided: its schedule at a recorded pace.
-    pub fn offsets(&self, speed: f64) -> (Vec<u64>, u64) {
+    pub fn offsets(&mut self, speed: f64) -> (Vec<u64>, u64) {
         let scale = |ns: u64| (ns as f64 / speed) as u64;
+        self.deal();
         let offsets = self
             .lane
             .iter()

@@ -208,7 +208,73 @@ pub struct ReplaySpec {
     pub max_statements: u64,
 }
 
+/// The replay options as flags or a file give them (None / false: not given).
+#[derive(Debug, Default)]
+pub struct ReplayOptions<'a> {
+    /// `--log-format`.
+    pub log_format: Option<&'a str>,
+    /// `--sessions`.
+    pub sessions: Option<u32>,
+    /// `--from`.
+    pub from: Option<&'a str>,
+    /// `--to`.
+    pub to: Option<&'a str>,
+    /// `--pace`.
+    pub pace: Option<&'a str>,
+    /// `--replay-writes`.
+    pub writes: bool,
+    /// `--i-understand-writes`.
+    pub i_understand_writes: bool,
+    /// `--max-statements`.
+    pub max_statements: Option<u64>,
+}
+
+impl ReplayOptions<'_> {
+    /// Whether any option is given.
+    pub fn any(&self) -> bool {
+        self.log_format.is_some()
+            || self.sessions.is_some()
+            || self.from.is_some()
+            || self.to.is_some()
+            || self.pace.is_some()
+            || self.writes
+            || self.i_understand_writes
+            || self.max_statements.is_some()
+    }
+}
+
 impl ReplaySpec {
+    /// Apply the given options over this spec, each checked (bad input is a usage error).
+    pub fn apply(&mut self, o: &ReplayOptions<'_>) -> Result<()> {
+        if let Some(f) = o.log_format {
+            self.format = Some(LogFormat::parse(f)?);
+        }
+        if let Some(n) = o.sessions {
+            if n == 0 {
+                return Err(usage("--sessions must be at least 1"));
+            }
+            self.sessions = Some(n);
+        }
+        for (mark, to) in [(o.from, &mut self.from), (o.to, &mut self.to)] {
+            if let Some(m) = mark {
+                Mark::parse(m)?;
+                *to = Some(m.to_string());
+            }
+        }
+        if let Some(p) = o.pace {
+            self.pace = Pace::parse(p)?;
+        }
+        self.writes |= o.writes;
+        self.i_understand_writes |= o.i_understand_writes;
+        if let Some(n) = o.max_statements {
+            if n == 0 {
+                return Err(usage("--max-statements must be at least 1"));
+            }
+            self.max_statements = n;
+        }
+        Ok(())
+    }
+
     /// A replay of `log` with the defaults: asap, read-only, up to 200,000 statements.
     pub fn of(log: &Path) -> ReplaySpec {
         ReplaySpec {
