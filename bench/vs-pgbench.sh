@@ -2,13 +2,16 @@
 # dbtax vs pgbench on the same private PostgreSQL: client CPU per transaction (user + sys,
 # whole process, from /usr/bin/time) and TPS of `dbtax bench --workload select-only` against
 # `pgbench -S -M prepared` with the same clients (pgbench with -j = min(clients, cores)), at 1,
-# 8, 32 and 128 clients, each tool run twice, alternately, in one go. Prints the ratios
-# dbtax/pgbench. A benchmark, not a test: only ratios measured side by side mean anything.
+# 8, 32 and 128 clients, each tool run ROUNDS times (default 4), alternately (each first in
+# every other round). Prints the ratios dbtax/pgbench: over all rounds, and each round's as a
+# geometric mean with its 95% interval. A benchmark, not a test: only ratios measured side by side mean anything.
 #
 #   bash bench/vs-pgbench.sh [seconds per run, default 10]
+#   CLIENTS="32 128" ROUNDS=8 WORKLOAD=tpcb-like bash bench/vs-pgbench.sh 4
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECS=${1:-10}
+ROUNDS=${ROUNDS:-4}
 CLIENTS=${CLIENTS:-"1 8 32 128"}
 SCALE=${SCALE:-10}
 DBTAX=./target/release/dbtax
@@ -17,6 +20,8 @@ BIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
 [ -x "$BIN/pgbench" ] || { echo "PostgreSQL is missing: make deps" >&2; exit 2; }
 # shellcheck source=bench/pin.sh
 source bench/pin.sh
+# shellcheck source=bench/ratios.sh
+source bench/ratios.sh
 # select-only (pgbench -S) or tpcb-like (pgbench's default script)
 WORKLOAD=${WORKLOAD:-select-only}
 case $WORKLOAD in
@@ -46,34 +51,49 @@ for _ in $(seq 300); do "$BIN/psql" -h "$DIR" -U postgres -c 'select 1' postgres
 "$BIN/psql" -q -h "$DIR" -U postgres -c 'CREATE DATABASE bench' postgres
 "$BIN/pgbench" -i -q -s "$SCALE" -h "$DIR" -U postgres bench >/dev/null 2>&1
 
-# run_pgbench CLIENTS -> "transactions cpu_seconds"
+# Each run prints "transactions tps cpu_seconds": the transactions for the CPU per
+# transaction, the tool's own TPS (pgbench's without its connection time) for the throughput.
+# run_pgbench CLIENTS
 run_pgbench() {
   local j=$(( $1 < CORES ? $1 : CORES )) out
   out=$( { "${LOAD_PIN[@]}" /usr/bin/time -f "CPU %U %S" "$BIN/pgbench" "${PGB_SCRIPT[@]}" -M prepared -n -c "$1" -j "$j" -T "$SECS" \
       -h "$DIR" -U postgres bench; } 2>&1 )
-  echo "$(echo "$out" | awk '/actually processed:/ {print $NF; exit}') $(echo "$out" | awk '/^CPU/ {print $2 + $3}')"
+  echo "$out" | awk '/actually processed:/ {q = $NF} /^tps = / && /without initial/ {r = $3} /^CPU/ {c = $2 + $3}
+    END {print q, r, c}'
 }
-# run_dbtax CLIENTS -> "transactions cpu_seconds"
+# run_dbtax CLIENTS
 run_dbtax() {
   local out
   out=$( { "${LOAD_PIN[@]}" /usr/bin/time -f "CPU %U %S" "$DBTAX" bench --target "postgres://postgres@localhost/bench?host=$DIR" \
       --workload "$WORKLOAD" --threads "$1" --duration "${SECS}s" --warmup 0s --json ${DBTAX_ARGS:-}; } 2>&1 )
   # transactions = tps × the measured window
-  echo "$(echo "$out" | awk -F'[:,]' '/"tps"/ && !t {gsub(/ /,"",$2); t = $2} /"duration_s"/ && !d {gsub(/ /,"",$2); d = $2}
-    END {printf "%d", t * d}') $(echo "$out" | awk '/^CPU/ {print $2 + $3}')"
+  echo "$out" | awk -F'[:,]' '/"tps"/ && !r {gsub(/ /, "", $2); r = $2} /"duration_s"/ && !d {gsub(/ /, "", $2); d = $2}
+    /^CPU/ {split($0, a, " "); c = a[2] + a[3]} END {printf "%d %s %s\n", r * d, r, c}'
 }
 
-printf "\n%-8s %15s %15s %12s %12s %10s %10s\n" clients "pgbench µs/tx" "dbtax µs/tx" "pgbench tps" "dbtax tps" "cpu ratio" "tps ratio"
+printf "\n%-8s %12s %12s %9s %9s %9s %-20s %9s %-20s\n" clients "pgbench µs/tx" "dbtax µs/tx" "pgb tps" "dbtax tps" \
+  "CPU ratio" "  by round [95% CI]" "TPS ratio" "  by round [95% CI]"
 for c in $CLIENTS; do
-  pq=0; pc=0; dq=0; dc=0
-  for _ in 1 2; do
-    read -r q t < <(run_pgbench "$c"); pq=$((pq + q)); pc=$(awk -v a="$pc" -v b="$t" 'BEGIN {print a + b}')
-    read -r q t < <(run_dbtax "$c");   dq=$((dq + q)); dc=$(awk -v a="$dc" -v b="$t" 'BEGIN {print a + b}')
+  pq=0; pc=0; pr=0; dq=0; dc=0; dr=0; cpu_r=(); tps_r=()
+  for r in $(seq "$ROUNDS"); do
+    # Each tool first in every other round, so neither always runs on the server the other warmed.
+    if [ $((r % 2)) = 1 ]; then
+      read -r q1 r1 c1 < <(run_pgbench "$c"); read -r q2 r2 c2 < <(run_dbtax "$c")
+    else
+      read -r q2 r2 c2 < <(run_dbtax "$c"); read -r q1 r1 c1 < <(run_pgbench "$c")
+    fi
+    pq=$((pq + q1)); dq=$((dq + q2))
+    pr=$(awk -v a="$pr" -v b="$r1" 'BEGIN {print a + b}'); dr=$(awk -v a="$dr" -v b="$r2" 'BEGIN {print a + b}')
+    pc=$(awk -v a="$pc" -v b="$c1" 'BEGIN {print a + b}'); dc=$(awk -v a="$dc" -v b="$c2" 'BEGIN {print a + b}')
+    cpu_r+=("$(awk -v a="$c2" -v b="$q2" -v c="$c1" -v d="$q1" 'BEGIN {print (a / b) / (c / d)}')")
+    tps_r+=("$(awk -v a="$r2" -v b="$r1" 'BEGIN {print a / b}')")
   done
-  awk -v c="$c" -v pq="$pq" -v pc="$pc" -v dq="$dq" -v dc="$dc" -v secs="$SECS" 'BEGIN {
-    pus = pc * 1e6 / pq; dus = dc * 1e6 / dq; ptps = pq / (2 * secs); dtps = dq / (2 * secs);
-    printf "%-8s %15.2f %15.2f %12.0f %12.0f %10.2f %10.2f\n", c, pus, dus, ptps, dtps, dus / pus, dtps / ptps }'
+  awk -v c="$c" -v pq="$pq" -v pc="$pc" -v dq="$dq" -v dc="$dc" -v pr="$pr" -v dr="$dr" -v rounds="$ROUNDS" \
+      -v cci="$(ratio_ci "${cpu_r[@]}")" -v tci="$(ratio_ci "${tps_r[@]}")" 'BEGIN {
+    pus = pc * 1e6 / pq; dus = dc * 1e6 / dq; ptps = pr / rounds; dtps = dr / rounds;
+    printf "%-8s %12.2f %12.2f %9.0f %9.0f %9.2f   %-18s %9.2f   %-18s\n", c, pus, dus, ptps, dtps, dus / pus, cci, dtps / ptps, tci }'
 done
 echo
-echo "cpu ratio = dbtax client CPU per transaction / pgbench's (target <= 1)"
-echo "tps ratio = dbtax TPS / pgbench TPS (target >= 1); workload $WORKLOAD${DBTAX_ARGS:+, dbtax $DBTAX_ARGS}"
+echo "CPU ratio = dbtax client CPU per transaction / pgbench's (goal <= 1)"
+echo "TPS ratio = dbtax TPS / pgbench TPS (goal >= 0.97); over all $ROUNDS rounds, then each round's"
+echo "ratio as a geometric mean [its 95% t interval]; workload $WORKLOAD${DBTAX_ARGS:+, dbtax $DBTAX_ARGS}"

@@ -1,48 +1,63 @@
 #!/usr/bin/env bash
 # dbtax vs sysbench on the same private MariaDB: client CPU per query (user + sys, whole
-# process, from /usr/bin/time) and QPS, at 1, 8, 32 and 128 threads, each tool run twice,
-# alternately, in one go. Prints the ratios dbtax/sysbench. A benchmark, not a test: the
-# machine is shared, so only ratios measured side by side mean anything.
+# process, from /usr/bin/time) and QPS, at 1, 8, 32 and 128 threads, each tool run ROUNDS
+# times (default 4), alternately (each first in every other round), in one go. Prints the
+# ratios dbtax/sysbench: over all rounds, and each round's as a geometric mean with its 95%
+# interval. A benchmark, not a test: the machine is shared, so only ratios measured side by
+# side mean anything.
 #
 #   bash bench/vs-sysbench.sh [seconds per run, default 10]
+#   THREADS="32 128" ROUNDS=8 bash bench/vs-sysbench.sh 4
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECS=${1:-10}
+ROUNDS=${ROUNDS:-4}
 THREADS=${THREADS:-"1 8 32 128"}
 # shellcheck source=bench/server.sh
 source bench/server.sh
+# shellcheck source=bench/ratios.sh
+source bench/ratios.sh
 
-# run_sysbench THREADS -> "queries cpu_seconds"
+# Each run prints "queries qps cpu_seconds": the queries for the CPU per query, the tool's own
+# QPS (over the time it measured) for the throughput.
+# run_sysbench THREADS
 run_sysbench() {
   local out
   out=$( { "${LOAD_PIN[@]}" /usr/bin/time -f "CPU %U %S" "${SB[@]}" --threads="$1" --time="$SECS" run; } 2>&1 )
-  local q cpu
-  q=$(echo "$out" | awk '/queries:/ {print $2; exit}')
-  cpu=$(echo "$out" | awk '/^CPU/ {print $2 + $3}')
-  echo "$q $cpu"
+  echo "$out" | awk '/queries:/ && !q {q = $2; r = $3; gsub(/\(/, "", r)} /^CPU/ {c = $2 + $3} END {print q, r, c}'
 }
-# run_dbtax THREADS -> "queries cpu_seconds"
+# run_dbtax THREADS
 run_dbtax() {
   local out
   out=$( { "${LOAD_PIN[@]}" /usr/bin/time -f "CPU %U %S" "$DBTAX" bench --target "mysql://root@localhost/sbtest?socket=$SOCK" \
       --workload point-select --tables 4 --threads "$1" --duration "${SECS}s" --warmup 0s --json ${DBTAX_ARGS:-}; } 2>&1 )
-  local q cpu
-  q=$(echo "$out" | awk -F'[:,]' '/"queries"/ {gsub(/ /,"",$2); print $2; exit}')
-  cpu=$(echo "$out" | awk '/^CPU/ {print $2 + $3}')
-  echo "$q $cpu"
+  echo "$out" | awk -F'[:,]' '/"queries"/ && !q {gsub(/ /, "", $2); q = $2} /"qps"/ && !r {gsub(/ /, "", $2); r = $2}
+    /^CPU/ {split($0, a, " "); c = a[2] + a[3]} END {print q, r, c}'
 }
 
-printf "\n%-8s %14s %14s %14s %14s %10s %10s\n" threads "sb µs/query" "dbtax µs/query" "sb qps" "dbtax qps" "cpu ratio" "qps ratio"
+printf "\n%-8s %11s %11s %9s %9s %9s %-20s %9s %-20s\n" threads "sb µs/q" "dbtax µs/q" "sb qps" "dbtax qps" \
+  "CPU ratio" "  by round [95% CI]" "QPS ratio" "  by round [95% CI]"
 for t in $THREADS; do
-  sq=0; sc=0; dq=0; dc=0
-  for _ in 1 2; do
-    read -r q c < <(run_sysbench "$t"); sq=$((sq + q)); sc=$(awk -v a="$sc" -v b="$c" 'BEGIN {print a + b}')
-    read -r q c < <(run_dbtax "$t");    dq=$((dq + q)); dc=$(awk -v a="$dc" -v b="$c" 'BEGIN {print a + b}')
+  sq=0; sc=0; sr=0; dq=0; dc=0; dr=0; cpu_r=(); qps_r=()
+  for r in $(seq "$ROUNDS"); do
+    # Each tool first in every other round, so neither always runs on the server the other warmed.
+    if [ $((r % 2)) = 1 ]; then
+      read -r q1 r1 c1 < <(run_sysbench "$t"); read -r q2 r2 c2 < <(run_dbtax "$t")
+    else
+      read -r q2 r2 c2 < <(run_dbtax "$t"); read -r q1 r1 c1 < <(run_sysbench "$t")
+    fi
+    sq=$((sq + q1)); dq=$((dq + q2))
+    sr=$(awk -v a="$sr" -v b="$r1" 'BEGIN {print a + b}'); dr=$(awk -v a="$dr" -v b="$r2" 'BEGIN {print a + b}')
+    sc=$(awk -v a="$sc" -v b="$c1" 'BEGIN {print a + b}'); dc=$(awk -v a="$dc" -v b="$c2" 'BEGIN {print a + b}')
+    cpu_r+=("$(awk -v a="$c2" -v b="$q2" -v c="$c1" -v d="$q1" 'BEGIN {print (a / b) / (c / d)}')")
+    qps_r+=("$(awk -v a="$r2" -v b="$r1" 'BEGIN {print a / b}')")
   done
-  awk -v t="$t" -v sq="$sq" -v sc="$sc" -v dq="$dq" -v dc="$dc" -v secs="$SECS" 'BEGIN {
-    sus = sc * 1e6 / sq; dus = dc * 1e6 / dq; sqps = sq / (2 * secs); dqps = dq / (2 * secs);
-    printf "%-8s %14.2f %14.2f %14.0f %14.0f %10.2f %10.2f\n", t, sus, dus, sqps, dqps, dus / sus, dqps / sqps }'
+  awk -v t="$t" -v sq="$sq" -v sc="$sc" -v dq="$dq" -v dc="$dc" -v sr="$sr" -v dr="$dr" -v rounds="$ROUNDS" \
+      -v cci="$(ratio_ci "${cpu_r[@]}")" -v qci="$(ratio_ci "${qps_r[@]}")" 'BEGIN {
+    sus = sc * 1e6 / sq; dus = dc * 1e6 / dq; sqps = sr / rounds; dqps = dr / rounds;
+    printf "%-8s %11.2f %11.2f %9.0f %9.0f %9.2f   %-18s %9.2f   %-18s\n", t, sus, dus, sqps, dqps, dus / sus, cci, dqps / sqps, qci }'
 done
 echo
-echo "cpu ratio = dbtax client CPU per query / sysbench's (lower is better; target <= 0.6 at 32+ threads)"
-echo "qps ratio = dbtax QPS / sysbench QPS (target >= 1)"
+echo "CPU ratio = dbtax client CPU per query / sysbench's (goal <= 0.80 at 32 and 128 threads)"
+echo "QPS ratio = dbtax QPS / sysbench QPS (goal >= 1); over all $ROUNDS rounds, then each round's"
+echo "ratio as a geometric mean [its 95% t interval]. sysbench draws ids uniformly, as dbtax does."

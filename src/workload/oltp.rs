@@ -1,8 +1,10 @@
 //! sysbench's OLTP scripts, once for every engine: oltp_point_select, oltp_read_only,
 //! oltp_read_write and oltp_insert on sbtest1..N (sysbench 1.0 defaults: 10 point selects,
 //! one of each range query over 100 ids, one index and one non-index update, a delete and an
-//! insert), statement for statement and random draw for random draw, and how every engine
-//! finds or makes the sbtest tables. An engine only prepares and executes the statements.
+//! insert), statement for statement and random draw for random draw, ids uniform (sysbench's
+//! `--rand-type=uniform`, its default from 1.1; 1.0's default, `special`, puts 75% of the
+//! draws on 1% of the rows), and how every engine finds or makes the sbtest tables. An engine
+//! only prepares and executes the statements.
 
 use super::WorkloadKind;
 use super::session::{DbError, Session, Stmt, Value, transaction};

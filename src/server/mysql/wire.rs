@@ -8,7 +8,7 @@
 
 use crate::workload::session::{DbError, Kind, Stmt, Value};
 use crate::workload::wire::{Conn, Protocol, Request, Step, Stream, io_lost, lost, skip_on};
-use mysql_common::constants::CapabilityFlags;
+use mysql_common::constants::{CapabilityFlags, MariadbCapabilities};
 use mysql_common::io::ParseBuf;
 use mysql_common::packets::{AuthPlugin, HandshakePacket, HandshakeResponse};
 use mysql_common::proto::MySerialize;
@@ -46,6 +46,10 @@ pub struct MyWire {
     skip: usize,
     /// The packet being skipped has the maximum length: the next one continues it.
     continued: bool,
+    /// MariaDB's MARIADB_CLIENT_CACHE_METADATA was agreed: a result's column count is
+    /// followed by a byte saying whether its definitions follow (an executed statement's do
+    /// not, unless they changed), as sysbench's libmariadb asks.
+    cache_metadata: bool,
 }
 
 fn packet(out: &mut Vec<u8>, body: impl FnOnce(&mut Vec<u8>)) {
@@ -118,13 +122,14 @@ fn error_of(p: &[u8]) -> DbError {
 }
 
 impl MyWire {
-    fn new() -> MyWire {
+    fn new(cache_metadata: bool) -> MyWire {
         MyWire {
             statements: vec![],
             request: Request::Run,
             state: State::First,
             skip: 0,
             continued: false,
+            cache_metadata,
         }
     }
 
@@ -164,8 +169,14 @@ impl MyWire {
             State::First => {
                 let mut at = 0;
                 let columns = read_lenenc(p, &mut at);
+                // Cached metadata: no definitions, only the EOF that ends them.
+                let defs = if self.cache_metadata && p.get(at) == Some(&0) {
+                    0
+                } else {
+                    columns
+                };
                 self.state = State::Count {
-                    left: columns + 1,
+                    left: defs + 1,
                     then_rows: true,
                 };
                 None
@@ -355,6 +366,17 @@ pub fn connect(opts: &mysql::Opts, timeout: Duration) -> Result<Conn, DbError> {
             CapabilityFlags::empty()
         };
     let caps = wanted & hs.capabilities();
+    // A MariaDB server (it clears CLIENT_MYSQL, the long-password bit) keeps an executed
+    // statement's column definitions to itself once the client has them: less work per query
+    // for it, as for sysbench's libmariadb.
+    let cache = if hs
+        .capabilities()
+        .contains(CapabilityFlags::CLIENT_LONG_PASSWORD)
+    {
+        MariadbCapabilities::empty()
+    } else {
+        hs.mariadb_ext_capabilities() & MariadbCapabilities::MARIADB_CLIENT_CACHE_METADATA
+    };
     let mut plugin = hs
         .auth_plugin_name_ref()
         .map(AuthPlugin::from_bytes)
@@ -374,7 +396,8 @@ pub fn connect(opts: &mysql::Opts, timeout: Duration) -> Result<Conn, DbError> {
         caps,
         None,
         16 * 1024 * 1024,
-    );
+    )
+    .with_mariadb_ext_capabilities(cache);
     let mut payload = vec![];
     response.serialize(&mut payload);
     write_packet(&mut s, 1, &payload)?;
@@ -429,7 +452,11 @@ pub fn connect(opts: &mysql::Opts, timeout: Duration) -> Result<Conn, DbError> {
             }
         }
     }
-    Ok(Conn::new(s, Box::new(MyWire::new()), timeout))
+    Ok(Conn::new(
+        s,
+        Box::new(MyWire::new(!cache.is_empty())),
+        timeout,
+    ))
 }
 
 /// Lean sessions with these options (the workers' clients).

@@ -43,7 +43,7 @@ fn a_result_set_completes_at_its_last_eof_however_it_arrives() {
     let mut both = answer.clone();
     both.extend(pk(&[0, 0, 0, 2, 0, 0, 0]));
     for chunk in [1, 5, 4096, both.len()] {
-        let mut p = MyWire::new();
+        let mut p = MyWire::new(false);
         p.expect(Request::Run);
         let (outcome, used) = drive(&mut p, &both, chunk).expect("completes");
         assert!(outcome.is_ok(), "{chunk}");
@@ -54,7 +54,7 @@ fn a_result_set_completes_at_its_last_eof_however_it_arrives() {
 #[test]
 fn a_row_over_16_mb_continues_in_the_next_packet() {
     let answer = result_set(&[MAX_PAYLOAD + 100], 2);
-    let mut p = MyWire::new();
+    let mut p = MyWire::new(false);
     p.expect(Request::Run);
     let (outcome, used) = drive(&mut p, &answer, 1 << 20).unwrap();
     assert!(outcome.is_ok());
@@ -66,7 +66,7 @@ fn more_results_are_read_to_the_last_and_errors_end_the_answer() {
     // OK with "more results", then a result set: one answer.
     let mut answer = pk(&[0, 0, 0, 0x0A, 0, 0, 0]);
     answer.extend(result_set(&[4], 2));
-    let mut p = MyWire::new();
+    let mut p = MyWire::new(false);
     p.expect(Request::Run);
     let (outcome, used) = drive(&mut p, &answer, 3).unwrap();
     assert!(outcome.is_ok());
@@ -99,7 +99,7 @@ fn a_prepare_answer_names_the_statement_and_its_parameters() {
         b"\x03def\x00\x00\x00\x01c\x00\x0c\x21\x00\xff\xff\x00\x00\xfd\x00\x00\x00\x00\x00",
     ));
     a.extend(pk(&EOF));
-    let mut p = MyWire::new();
+    let mut p = MyWire::new(false);
     p.expect(Request::Prepare);
     let (outcome, used) = drive(&mut p, &a, 1).unwrap();
     assert!(outcome.is_ok());
@@ -111,4 +111,31 @@ fn a_prepare_answer_names_the_statement_and_its_parameters() {
     // header, command, id, flags, iterations, null bitmap, bound, 2 types, i64, "ab"
     assert_eq!(out.len(), 4 + 1 + 4 + 1 + 4 + 1 + 1 + 4 + 8 + 3);
     assert_eq!(out[4], COM_STMT_EXECUTE);
+}
+
+#[test]
+fn with_cached_metadata_an_executed_result_skips_only_what_the_server_sent() {
+    // MARIADB_CLIENT_CACHE_METADATA: 3 columns, "no metadata" (0), the EOF, a row, the EOF.
+    let mut cached = pk(&[3, 0]);
+    cached.extend(pk(&EOF));
+    cached.extend(pk(b"\x06xxxxxx\x06yyyyyy\x06zzzzzz"));
+    cached.extend(pk(&EOF));
+    // The definitions changed: count 1, "metadata follows" (1), then as without the cache.
+    let mut sent = pk(&[1, 1]);
+    sent.extend_from_slice(&result_set(&[3], 2)[5..]);
+    for answer in [&cached, &sent] {
+        let mut next = answer.clone();
+        next.extend(pk(&[0, 0, 0, 2, 0, 0, 0]));
+        for chunk in [1, 3, next.len()] {
+            let mut p = MyWire::new(true);
+            p.expect(Request::Run);
+            let (outcome, used) = drive(&mut p, &next, chunk).expect("completes");
+            assert!(outcome.is_ok(), "{chunk}");
+            assert_eq!(used, answer.len(), "{chunk}");
+        }
+    }
+    // Read as if nothing were cached, the answer would wait for definitions never sent.
+    let mut p = MyWire::new(false);
+    p.expect(Request::Run);
+    assert!(drive(&mut p, &cached, 1).is_none());
 }
