@@ -74,24 +74,7 @@ run_dbtax() {
 printf "\n%-8s %12s %12s %9s %9s %9s %-20s %9s %-20s\n" clients "pgbench µs/tx" "dbtax µs/tx" "pgb tps" "dbtax tps" \
   "CPU ratio" "  by round [95% CI]" "TPS ratio" "  by round [95% CI]"
 for c in $CLIENTS; do
-  pq=0; pc=0; pr=0; dq=0; dc=0; dr=0; cpu_r=(); tps_r=()
-  for r in $(seq "$ROUNDS"); do
-    # Each tool first in every other round, so neither always runs on the server the other warmed.
-    if [ $((r % 2)) = 1 ]; then
-      read -r q1 r1 c1 < <(run_pgbench "$c"); read -r q2 r2 c2 < <(run_dbtax "$c")
-    else
-      read -r q2 r2 c2 < <(run_dbtax "$c"); read -r q1 r1 c1 < <(run_pgbench "$c")
-    fi
-    pq=$((pq + q1)); dq=$((dq + q2))
-    pr=$(awk -v a="$pr" -v b="$r1" 'BEGIN {print a + b}'); dr=$(awk -v a="$dr" -v b="$r2" 'BEGIN {print a + b}')
-    pc=$(awk -v a="$pc" -v b="$c1" 'BEGIN {print a + b}'); dc=$(awk -v a="$dc" -v b="$c2" 'BEGIN {print a + b}')
-    cpu_r+=("$(awk -v a="$c2" -v b="$q2" -v c="$c1" -v d="$q1" 'BEGIN {print (a / b) / (c / d)}')")
-    tps_r+=("$(awk -v a="$r2" -v b="$r1" 'BEGIN {print a / b}')")
-  done
-  awk -v c="$c" -v pq="$pq" -v pc="$pc" -v dq="$dq" -v dc="$dc" -v pr="$pr" -v dr="$dr" -v rounds="$ROUNDS" \
-      -v cci="$(ratio_ci "${cpu_r[@]}")" -v tci="$(ratio_ci "${tps_r[@]}")" 'BEGIN {
-    pus = pc * 1e6 / pq; dus = dc * 1e6 / dq; ptps = pr / rounds; dtps = dr / rounds;
-    printf "%-8s %12.2f %12.2f %9.0f %9.0f %9.2f   %-18s %9.2f   %-18s\n", c, pus, dus, ptps, dtps, dus / pus, cci, dtps / ptps, tci }'
+  compare_row "$c" run_pgbench run_dbtax
 done
 echo
 echo "CPU ratio = dbtax client CPU per transaction / pgbench's (goal <= 1)"

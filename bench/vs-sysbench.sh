@@ -35,27 +35,10 @@ run_dbtax() {
     /^CPU/ {split($0, a, " "); c = a[2] + a[3]} END {print q, r, c}'
 }
 
-printf "\n%-8s %11s %11s %9s %9s %9s %-20s %9s %-20s\n" threads "sb µs/q" "dbtax µs/q" "sb qps" "dbtax qps" \
+printf "\n%-8s %12s %12s %9s %9s %9s %-20s %9s %-20s\n" threads "sb µs/q" "dbtax µs/q" "sb qps" "dbtax qps" \
   "CPU ratio" "  by round [95% CI]" "QPS ratio" "  by round [95% CI]"
 for t in $THREADS; do
-  sq=0; sc=0; sr=0; dq=0; dc=0; dr=0; cpu_r=(); qps_r=()
-  for r in $(seq "$ROUNDS"); do
-    # Each tool first in every other round, so neither always runs on the server the other warmed.
-    if [ $((r % 2)) = 1 ]; then
-      read -r q1 r1 c1 < <(run_sysbench "$t"); read -r q2 r2 c2 < <(run_dbtax "$t")
-    else
-      read -r q2 r2 c2 < <(run_dbtax "$t"); read -r q1 r1 c1 < <(run_sysbench "$t")
-    fi
-    sq=$((sq + q1)); dq=$((dq + q2))
-    sr=$(awk -v a="$sr" -v b="$r1" 'BEGIN {print a + b}'); dr=$(awk -v a="$dr" -v b="$r2" 'BEGIN {print a + b}')
-    sc=$(awk -v a="$sc" -v b="$c1" 'BEGIN {print a + b}'); dc=$(awk -v a="$dc" -v b="$c2" 'BEGIN {print a + b}')
-    cpu_r+=("$(awk -v a="$c2" -v b="$q2" -v c="$c1" -v d="$q1" 'BEGIN {print (a / b) / (c / d)}')")
-    qps_r+=("$(awk -v a="$r2" -v b="$r1" 'BEGIN {print a / b}')")
-  done
-  awk -v t="$t" -v sq="$sq" -v sc="$sc" -v dq="$dq" -v dc="$dc" -v sr="$sr" -v dr="$dr" -v rounds="$ROUNDS" \
-      -v cci="$(ratio_ci "${cpu_r[@]}")" -v qci="$(ratio_ci "${qps_r[@]}")" 'BEGIN {
-    sus = sc * 1e6 / sq; dus = dc * 1e6 / dq; sqps = sr / rounds; dqps = dr / rounds;
-    printf "%-8s %11.2f %11.2f %9.0f %9.0f %9.2f   %-18s %9.2f   %-18s\n", t, sus, dus, sqps, dqps, dus / sus, cci, dqps / sqps, qci }'
+  compare_row "$t" run_sysbench run_dbtax
 done
 echo
 echo "CPU ratio = dbtax client CPU per query / sysbench's (goal <= 0.80 at 32 and 128 threads)"
