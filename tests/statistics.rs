@@ -12,6 +12,8 @@
 
 #[path = "statistics/disturbance.rs"]
 mod disturbance;
+#[path = "statistics/masks.rs"]
+mod masks;
 #[path = "statistics/round2.rs"]
 mod round2;
 

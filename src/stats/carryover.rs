@@ -44,7 +44,7 @@ impl Fit {
         self.terms
             .iter()
             .zip(&self.gamma)
-            .map(|(&k, g)| g * d[k])
+            .map(|(&k, g)| g * d.get(k).copied().unwrap_or(0.0))
             .sum()
     }
 
@@ -71,9 +71,14 @@ impl Fit {
             .max(0.0)
     }
 
-    /// d̄ᵀ·Cov·d̄.
+    /// d̄ᵀ·Cov·d̄. A term `d_mean` lacks (no pair was kept: no contrast) counts as 0: a cell
+    /// with no kept block has nothing to correct.
     pub fn extra_variance(&self, d_mean: &[f64]) -> f64 {
-        let v: Vec<f64> = self.terms.iter().map(|&k| d_mean[k]).collect();
+        let v: Vec<f64> = self
+            .terms
+            .iter()
+            .map(|&k| d_mean.get(k).copied().unwrap_or(0.0))
+            .collect();
         let mut s = 0.0;
         for (i, vi) in v.iter().enumerate() {
             for (j, vj) in v.iter().enumerate() {
