@@ -6,6 +6,7 @@ pub mod cli;
 pub mod commands;
 pub mod config;
 pub mod cpus;
+pub mod crash;
 pub mod error;
 pub mod experiment;
 pub mod feature;

@@ -421,6 +421,7 @@ fn one_trial(
     at: &Step,
 ) -> Result<Trial> {
     crate::interrupt::check()?;
+    crate::crash::test_point(at.index);
     let name = &exp.variants[v].name;
     observer.trial_starting(at.index, at.planned, name, at.load.threads);
     let which = || {

@@ -424,13 +424,18 @@ impl Switcher {
 
 impl Drop for Switcher {
     fn drop(&mut self) {
-        if !self.done
-            && let Err(e) = self.restore()
-        {
-            crate::errln!(
-                "Error: restoring the server's settings failed: {e:#}. Run `dbtax restore --target '{}'`",
-                self.journal.target
-            );
+        if self.done {
+            return;
+        }
+        match self.restore() {
+            Ok(()) => crate::crash::record_restore(&self.journal.target, None),
+            Err(e) => {
+                crate::crash::record_restore(&self.journal.target, Some(format!("{e:#}")));
+                crate::errln!(
+                    "Error: restoring the server's settings failed: {e:#}. Run `dbtax restore --target '{}'`",
+                    self.journal.target
+                );
+            }
         }
     }
 }

@@ -416,3 +416,39 @@ pub fn a_full_state_directory_names_the_journal(ctx: &Ctx) {
     ctx.as_found(&originals).unwrap();
     println!("full state directory: refused before any change, the journal named");
 }
+
+/// A panic in the middle of a run (the suite's injected one, after the warm-up round, with
+/// the general and slow logs switched on and off by then): the settings come back, the
+/// journal is closed, and the user reads one paragraph saying it is a bug and that the
+/// server was put back, exit 1, no backtrace.
+pub fn a_panic_mid_run_restores_the_server_and_says_it_is_a_bug(ctx: &Ctx) {
+    let originals = ctx.originals();
+    let out = ctx.work.join("panic");
+    let args = common::run_args(
+        &ctx.socket_url("f_panic"),
+        &["general-log", "slow-log"],
+        "2",
+        "3",
+        &out,
+    );
+    let o = ctx
+        .dbtax()
+        .args(&args)
+        .env("DBTAX_TEST_PANIC_AT_TRIAL", "4")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(err.contains("stopped on a bug"), "{err}");
+    assert!(err.contains("injected panic before trial 5"), "{err}");
+    assert!(
+        err.contains("were put back and its journal closed"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("panicked at") && !err.contains("RUST_BACKTRACE"),
+        "{err}"
+    );
+    ctx.as_found(&originals).unwrap();
+    println!("panic mid-run: exit 1, one paragraph, settings as found");
+}

@@ -524,6 +524,7 @@ fn main() {
         breaks::a_closed_output_never_panics,
         breaks::ctrl_c_on_a_frozen_server_ends_in_bounded_time,
         breaks::a_full_state_directory_names_the_journal,
+        breaks::a_panic_mid_run_restores_the_server_and_says_it_is_a_bug,
         identity::a_journal_is_never_applied_to_another_server,
         ],
         || {
