@@ -203,6 +203,18 @@ pub struct WorkloadArgs {
     /// At most this many statements in the slice (default 200000)
     #[arg(long, value_name = "N")]
     pub max_statements: Option<u64>,
+    /// The login the replaying clients use, one that may only read: a user of yours (its
+    /// password in $DBTAX_REPLAY_PASSWORD; checked to hold no more than SELECT), or
+    /// `temporary`: dbtax creates one with read privileges only, journaled, and drops it at
+    /// the end (and `dbtax restore` does after a kill). Default on a managed target:
+    /// temporary; required on any other unless --replay-writes
+    #[arg(long, value_name = "USER|temporary")]
+    pub replay_user: Option<String>,
+    /// Stored functions or procedures a replayed statement may call, by name (name or
+    /// schema.name, comma-separated); a call of any other function dbtax does not know to
+    /// only read is skipped and counted
+    #[arg(long, value_name = "NAME,...", value_delimiter = ',')]
+    pub replay_functions: Vec<String>,
 }
 
 /// `dbtax bench`.

@@ -69,6 +69,8 @@ struct WorkloadFile {
     pace: Option<String>,
     replay_writes: Option<bool>,
     max_statements: Option<u64>,
+    replay_functions: Option<Vec<String>>,
+    replay_user: Option<String>,
 }
 
 /// A file's replay: `log = "…"` and the keys that go with it (checked as the flags are).
@@ -87,6 +89,8 @@ fn replay_of(w: &WorkloadFile) -> Result<Option<crate::workload::replay::spec::R
         writes: w.replay_writes.unwrap_or(false),
         i_understand_writes: false,
         max_statements: w.max_statements,
+        functions: w.replay_functions.as_deref().unwrap_or(&[]),
+        user: w.replay_user.as_deref(),
     })?;
     Ok(Some(spec))
 }

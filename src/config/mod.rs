@@ -120,12 +120,15 @@ fn replay_from(args: &WorkloadArgs, base: &mut Workload) -> Result<()> {
         writes: args.replay_writes,
         i_understand_writes: args.i_understand_writes,
         max_statements: args.max_statements,
+        functions: &args.replay_functions,
+        user: args.replay_user.as_deref(),
     };
     match base.replay.as_mut() {
         Some(spec) => spec.apply(&options),
         None if options.any() => Err(usage(
-            "--log-format, --sessions, --from, --to, --pace, --replay-writes and \
-             --max-statements go with a replay: give --log FILE",
+            "--log-format, --sessions, --from, --to, --pace, --replay-writes, \
+             --replay-user, --replay-functions and --max-statements go with a replay: give \
+             --log FILE",
         )),
         None => Ok(()),
     }

@@ -156,6 +156,25 @@ impl Ready {
         }
         switcher.stamp(&mut server)?;
         switcher.begin(&plan.switches)?;
+        match server.replay_reader(&exp.workload)? {
+            crate::server::Reader::Own => {}
+            crate::server::Reader::Named(login) => {
+                display.status(&format!(
+                    "replaying clients log in as {} (it may only read), in read-only sessions",
+                    login.user
+                ));
+                server.replay_login = Some(login);
+            }
+            crate::server::Reader::Temporary => {
+                let (login, _) = switcher.create_reader()?;
+                display.status(&format!(
+                    "replaying clients log in as {}, a temporary user that may only read \
+                     (dropped at the end), in read-only sessions",
+                    login.user
+                ));
+                server.replay_login = Some(login);
+            }
+        }
         // A plugin the run installs names its log file now.
         plan.log_files.refresh(&server)?;
         let mut results = header(exp, &server, &plan, &switcher.originals(), started_at);

@@ -53,10 +53,14 @@ pub fn restart_left(admin: &mut dyn Admin, j: &Journal) -> Result<Vec<String>> {
         .collect())
 }
 
-/// Apply a journal: originals back in reverse order (variables that vanished with a plugin
-/// are skipped), then uninstall the plugins it lists.
+/// Apply a journal: the logins it created dropped, originals back in reverse order
+/// (variables that vanished with a plugin are skipped), then uninstall the plugins it lists.
 pub fn restore_journal(admin: &mut dyn Admin, j: &Journal) -> Result<Vec<String>> {
     let mut done = vec![];
+    // The replay's reader first: nothing it could still do outlives the restore.
+    for spec in &j.created_logins {
+        done.push(admin.drop_reader(spec).context("restoring")?);
+    }
     for (var, value) in j.originals.iter().rev() {
         let persisted = j.persisted_entry(var);
         if let Some(sql) = admin

@@ -151,6 +151,33 @@ impl Switcher {
         self.save()
     }
 
+    /// The replay's third lock: a temporary login that may only read, journaled before it
+    /// exists (dropped by `restore`, and by `dbtax restore` after a kill -9). Returns it
+    /// and the statements that made it (the password elided).
+    pub fn create_reader(&mut self) -> Result<(crate::server::Login, Vec<String>)> {
+        // The kernel's randomness (the password guards a login on the user's server); the
+        // clock's only where it cannot be read.
+        let mut seed = [0u8; 8];
+        let _ = std::fs::File::open("/dev/urandom")
+            .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut seed));
+        let mut rng =
+            crate::rng::Rng::from_time(u64::from_le_bytes(seed) ^ u64::from(std::process::id()));
+        let mut token = |n: usize| -> String {
+            const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
+            (0..n)
+                .map(|_| ALPHABET[rng.range(0, ALPHABET.len() as u64 - 1) as usize] as char)
+                .collect()
+        };
+        let user = format!("dbtax_replay_{}", token(8));
+        let password = token(32);
+        let spec = self.admin.reader_spec(&user)?;
+        self.journal.created_logins.push(spec.clone());
+        self.save()?;
+        let sql = self.admin.create_reader(&spec, &password)?;
+        self.statements.extend(sql.iter().cloned());
+        Ok((crate::server::Login { user, password }, sql))
+    }
+
     /// Before the first change: make sure the journal is keyed by an identity no other
     /// server shares (`Held::stamp_identity`; a managed server is not journaled).
     pub fn stamp(&mut self, server: &mut Server) -> Result<()> {

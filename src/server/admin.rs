@@ -148,7 +148,22 @@ pub trait Held: Send {
     fn delete_server_journal(&mut self, schema: &str, key: &str) -> Result<()>;
 }
 
-/// An admin connection: settings, plugins and what a run holds, over one connection.
-pub trait Admin: Settings + Plugins + Held {}
+/// The replay's logins (its third lock): a login that may only read.
+pub trait Logins {
+    /// How the server names a login `name` for dbtax's clients (MySQL family: the account
+    /// for the host this connection comes from): what the journal keeps to drop it.
+    fn reader_spec(&mut self, name: &str) -> Result<String>;
+    /// Create the login `spec` with `password`, allowed to read and nothing else; returns
+    /// the statements run (the password elided).
+    fn create_reader(&mut self, spec: &str, password: &str) -> Result<Vec<String>>;
+    /// Drop a login `create_reader` made (gone already is fine); returns the statement.
+    fn drop_reader(&mut self, spec: &str) -> Result<String>;
+    /// Whether this connection's own login may only read: Err(words) names what else it
+    /// may do.
+    fn only_reads(&mut self) -> Result<Result<(), String>>;
+}
 
-impl<T: Settings + Plugins + Held> Admin for T {}
+/// An admin connection: settings, plugins, logins and what a run holds, over one connection.
+pub trait Admin: Settings + Plugins + Held + Logins {}
+
+impl<T: Settings + Plugins + Held + Logins> Admin for T {}

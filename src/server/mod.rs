@@ -20,7 +20,7 @@ use crate::error::usage;
 use crate::results::TargetInfo;
 use crate::workload::session::{DbError, Dialer, Kind, Session};
 use crate::workload::{Client, PreparedWorkload, Workload, WorkloadKind};
-pub use admin::{Admin, Held, Plugins, Settings, Support, SupportContext};
+pub use admin::{Admin, Held, Logins, Plugins, Settings, Support, SupportContext};
 use anyhow::{Context, Result};
 use catalog::Feature;
 use engines::{CpuScope, EngineDef};
@@ -106,8 +106,10 @@ pub trait Engine: Send + Sync {
     /// A client connection in `schema` (None: no default database, for checks before dbtax's
     /// schema exists).
     fn session(&self, schema: Option<&str>) -> Result<Box<dyn Session>, DbError>;
-    /// What opens client sessions in `schema`, for the workers.
-    fn dialer(&self, schema: &str) -> Arc<dyn Dialer>;
+    /// What opens client sessions in `schema`, for the workers, as `login` when given.
+    fn dialer(&self, schema: &str, login: Option<&Login>) -> Arc<dyn Dialer>;
+    /// An admin connection as `login`, in `schema` (to ask what that login may do there).
+    fn admin_as(&self, schema: &str, login: &Login) -> Result<Box<dyn Admin>>;
     /// Refuse a workload this engine cannot run (bad input, before anything changes).
     fn accepts(&self, _workload: &Workload) -> Result<()> {
         Ok(())
@@ -164,7 +166,36 @@ pub struct Server {
     pub neighbour_pid: Option<u32>,
     /// What names this server however it is reached (`Admin::identity`).
     pub identity: String,
+    /// The login a replay's clients use (its third lock: one that may only read), once the
+    /// run has one; None: the target's own login.
+    pub replay_login: Option<Login>,
     engine: Box<dyn Engine>,
+}
+
+/// How a replay's clients log in (`Server::replay_reader`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reader {
+    /// The target's own login (no replay, or writes replayed as the user asked).
+    Own,
+    /// A temporary login dbtax creates, with read privileges only.
+    Temporary,
+    /// A login the user named, checked to only read.
+    Named(Login),
+}
+
+/// A login for the load's clients other than the target's own (the replay's reader).
+#[derive(Clone, PartialEq, Eq)]
+pub struct Login {
+    /// The user (PostgreSQL: the role).
+    pub user: String,
+    /// Its password (never printed).
+    pub password: String,
+}
+
+impl std::fmt::Debug for Login {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Login").field("user", &self.user).finish()
+    }
 }
 
 impl std::fmt::Debug for Server {
@@ -210,6 +241,7 @@ impl Server {
             host: Default::default(),
             neighbour_pid,
             identity,
+            replay_login: None,
             engine,
         })
     }
@@ -238,6 +270,7 @@ impl Server {
             host: Default::default(),
             neighbour_pid: None,
             identity: String::new(),
+            replay_login: None,
             engine,
         })
     }
@@ -278,10 +311,16 @@ impl Server {
             .with_context(|| format!("connecting to {}", self.label()))
     }
 
+    /// Client sessions in dbtax's schema, as `login` when given (the load's way in, without
+    /// a workload: the replay's locks are tested through it).
+    pub fn client_dialer(&self, login: Option<&Login>) -> Arc<dyn Dialer> {
+        self.engine.dialer(&self.schema, login)
+    }
+
     /// Client connections for a prepared workload, in dbtax's schema.
     pub fn connector(&self, workload: &PreparedWorkload) -> Connector {
         Connector {
-            dialer: self.engine.dialer(&self.schema),
+            dialer: self.client_dialer(self.replay_login.as_ref()),
             workload: Arc::new(workload.clone()),
         }
     }
@@ -333,7 +372,52 @@ impl Server {
                  on this server with --i-understand-writes. Nothing was changed",
             ));
         }
-        Ok(())
+        self.replay_reader(workload).map(|_| ())
+    }
+
+    /// How a replay's clients log in (its third lock), decided before anything changes: a
+    /// login the user named (checked to only read), a temporary one dbtax will create (on
+    /// a managed target unless told otherwise), or, when writes are replayed, the target's
+    /// own. A user's server with neither is refused.
+    pub fn replay_reader(&self, workload: &Workload) -> Result<Reader> {
+        let Some(spec) = &workload.replay else {
+            return Ok(Reader::Own);
+        };
+        let temporary = crate::workload::replay::spec::TEMPORARY;
+        match spec.user.as_deref() {
+            Some(_) if spec.writes => Err(usage(
+                "--replay-user goes with a read-only replay: --replay-writes replays as the \
+                 target's own login, in sessions that may write. Nothing was changed",
+            )),
+            Some(u) if u == temporary => Ok(Reader::Temporary),
+            Some(user) => {
+                let login = Login {
+                    user: user.to_string(),
+                    password: std::env::var("DBTAX_REPLAY_PASSWORD").unwrap_or_default(),
+                };
+                let mut admin = self.engine.admin_as(&self.schema, &login)?;
+                if let Err(more) = admin.only_reads()? {
+                    return Err(usage(format!(
+                        "--replay-user {user} may do more than read on {} ({more}): the \
+                         replay's clients log in as a user that may only read (SELECT), so \
+                         that no replayed statement can change the server. Name such a user, \
+                         or let dbtax create a temporary one with --replay-user {temporary}. \
+                         Nothing was changed",
+                        self.label()
+                    )));
+                }
+                Ok(Reader::Named(login))
+            }
+            None if spec.writes => Ok(Reader::Own),
+            None if self.is_managed() => Ok(Reader::Temporary),
+            None => Err(usage(format!(
+                "a replay on a server dbtax did not start logs its clients in as a user that \
+                 may only read: name one with --replay-user USER (its password in \
+                 $DBTAX_REPLAY_PASSWORD), or let dbtax create a temporary one with \
+                 --replay-user {temporary} (journaled, dropped at the end and by `dbtax \
+                 restore`). Nothing was changed"
+            ))),
+        }
     }
 
     /// The query workload's statements, prepared and not run: before the tables exist (no

@@ -260,7 +260,13 @@ impl Client {
         let script = match w.workload.kind {
             WorkloadKind::Query => Script::Query(query::QueryScript::new(&w.workload.queries)),
             WorkloadKind::Replay => match &w.workload.slice.0 {
-                Some(slice) => Script::Replay(replay::script::ReplayScript::new(slice.clone())),
+                Some(slice) => {
+                    // The second lock: what the classifier missed fails on the server.
+                    if !w.workload.replay.as_ref().is_some_and(|r| r.writes) {
+                        replay::script::read_only(s)?;
+                    }
+                    Script::Replay(replay::script::ReplayScript::new(slice.clone()))
+                }
                 None => {
                     return Err(DbError {
                         message: "the replay's log was not read".into(),

@@ -80,6 +80,14 @@ pub trait Session: Send {
     fn execute(&mut self, stmt: Stmt, params: &[Value<'_>]) -> Result<(), DbError>;
     /// Run one statement over the simple (text) protocol, rows discarded.
     fn simple(&mut self, sql: &str) -> Result<(), DbError>;
+    /// Run one unprepared statement as a replay sends it: the server runs one statement
+    /// only (PostgreSQL: the extended protocol; a string of several is refused).
+    fn statement(&mut self, sql: &str) -> Result<(), DbError> {
+        self.simple(sql)
+    }
+    /// Make every later transaction of this session read-only (the replay's second lock:
+    /// what the classifier misses fails on the server).
+    fn read_only(&mut self) -> Result<(), DbError>;
     /// Start a transaction, as the engine's own benchmark does.
     fn begin(&mut self) -> Result<(), DbError>;
     /// Commit it.

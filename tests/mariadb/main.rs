@@ -11,6 +11,7 @@ mod clients;
 mod common;
 mod cpus;
 mod disturbance;
+mod locks;
 mod remote;
 mod replay;
 mod restart;
@@ -171,6 +172,8 @@ fn main() {
         replay::a_captured_slow_log_replays_with_its_cost_per_statement,
         replay::a_log_that_cannot_be_replayed_here_is_bad_input,
         replay::a_2_gb_log_replays_in_bounded_memory,
+        locks::a_replay_of_harmful_statements_changes_nothing,
+        locks::the_session_and_the_login_refuse_what_the_classifier_would_miss,
         ],
         || {
             let port = common::free_port();

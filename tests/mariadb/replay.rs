@@ -80,6 +80,8 @@ fn replay_args(ctx: &Ctx, log: &Path, out: &str, extra: &[&str]) -> Vec<String> 
         &ctx.work.join(out),
     );
     a.extend(["--log".into(), log.display().to_string()]);
+    // The suite's server is not dbtax's own: the clients need a login that may only read.
+    a.extend(["--replay-user".into(), "temporary".into()]);
     a.extend(extra.iter().map(|s| s.to_string()));
     a
 }
@@ -206,7 +208,16 @@ pub(crate) fn a_log_that_cannot_be_replayed_here_is_bad_input(ctx: &Ctx) {
         "2026-12-01 10:00:00.100 UTC [411] LOG:  statement: SELECT 1\n",
     )
     .unwrap();
-    let cases: [(Vec<String>, &str); 5] = [
+    // Without a login that may only read, a user's server is not replayed on.
+    let mut no_reader = replay_args(ctx, &ctx.work.join("shop-slow.log"), "bad6", &[]);
+    let at = no_reader.iter().position(|a| a == "--replay-user").unwrap();
+    no_reader.drain(at..at + 2);
+    // root may do anything: not a login a replay's clients may use.
+    let mut as_root = replay_args(ctx, &ctx.work.join("shop-slow.log"), "bad7", &[]);
+    as_root[at + 1] = "root".into();
+    let cases: [(Vec<String>, &str); 7] = [
+        (no_reader, "--replay-user USER"),
+        (as_root, "may do more than read"),
         (
             replay_args(ctx, &ctx.work.join("nope.log"), "bad1", &[]),
             "cannot read the log",

@@ -92,9 +92,9 @@ fn no_pattern_of_set_aside_blocks_makes_a_figure_panic() {
             for m in 0..120 {
                 // Kinds of mask: random blocks, a cell, a variant, a thread count, all.
                 let p = rng.unit();
-                let lost_cell = rng.range(0, ncells as u64) as usize;
-                let lost_variant = rng.range(0, exp.variants.len() as u64) as usize;
-                let lost_point = rng.range(0, exp.threads.len() as u64) as usize;
+                let lost_cell = rng.range(0, ncells as u64 - 1) as usize;
+                let lost_variant = rng.range(0, exp.variants.len() as u64 - 1) as usize;
+                let lost_point = rng.range(0, exp.threads.len() as u64 - 1) as usize;
                 let blocks: Vec<bool> = (0..12).map(|_| rng.unit() < p).collect();
                 let kind = m % 5;
                 let nv = exp.variants.len();

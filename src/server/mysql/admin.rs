@@ -23,6 +23,11 @@ impl MysqlAdmin {
         MysqlAdmin { conn }
     }
 
+    /// The connection itself (the replay's logins, `logins`).
+    pub(super) fn conn(&mut self) -> &mut mysql::Conn {
+        &mut self.conn
+    }
+
     fn run(&mut self, sql: String) -> Result<String> {
         self.conn.query_drop(&sql).map_err(|e| failed(&sql, e))?;
         Ok(sql)

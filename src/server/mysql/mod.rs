@@ -5,6 +5,7 @@
 
 pub mod admin;
 pub mod catalog;
+pub mod logins;
 pub mod managed;
 pub mod session;
 pub mod tables;
@@ -174,11 +175,37 @@ impl Engine for MysqlEngine {
     }
 
     /// The workers' clients: the lean protocol client (`wire`).
-    fn dialer(&self, schema: &str) -> Arc<dyn Dialer> {
+    fn dialer(&self, schema: &str, login: Option<&super::Login>) -> Arc<dyn Dialer> {
+        let mut opts = self.client_dialer(Some(schema)).0;
+        if let Some(l) = login {
+            opts = ::mysql::OptsBuilder::from_opts(opts)
+                .user(Some(&l.user))
+                .pass(Some(&l.password))
+                .into();
+        }
         Arc::new(wire::MyWireDialer {
-            opts: self.client_dialer(Some(schema)).0,
+            opts,
             timeout: CLIENT_TIMEOUT,
         })
+    }
+
+    fn admin_as(&self, schema: &str, login: &super::Login) -> Result<Box<dyn Admin>> {
+        let opts = self
+            .base_opts
+            .clone()
+            .user(Some(&login.user))
+            .pass(Some(&login.password))
+            .db_name(Some(schema))
+            .read_timeout(Some(ADMIN_TIMEOUT))
+            .write_timeout(Some(ADMIN_TIMEOUT));
+        let conn = ::mysql::Conn::new(opts).map_err(|e| {
+            usage(format!(
+                "cannot log in as the replay's user '{}': {}. Nothing was changed",
+                login.user,
+                clean_error(&e)
+            ))
+        })?;
+        Ok(Box::new(admin::MysqlAdmin::new(conn)))
     }
 
     /// pgbench's scripts are PostgreSQL's: refused here with what to use instead.

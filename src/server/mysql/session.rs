@@ -7,6 +7,9 @@ use super::clean_error;
 use crate::workload::session::{DbError, Dialer, Kind, Session, Stmt, Value};
 use mysql::prelude::Queryable;
 
+/// Makes every later transaction of a session read-only (tx_read_only / transaction_read_only).
+pub const READ_ONLY: &str = "SET SESSION TRANSACTION READ ONLY";
+
 /// MariaDB/MySQL errors that mean "the statement is wrong", whatever the tables.
 const SYNTAX_ERRORS: [u16; 2] = [
     1064, // ER_PARSE_ERROR
@@ -77,6 +80,10 @@ impl Session for MysqlSession {
 
     fn simple(&mut self, sql: &str) -> Result<(), DbError> {
         self.conn.query_drop(sql).map_err(db_error)
+    }
+
+    fn read_only(&mut self) -> Result<(), DbError> {
+        self.simple(READ_ONLY)
     }
 
     fn begin(&mut self) -> Result<(), DbError> {

@@ -211,6 +211,10 @@ impl MyWire {
 }
 
 impl Protocol for MyWire {
+    fn read_only_sql(&self) -> &'static str {
+        super::session::READ_ONLY
+    }
+
     fn execute(&mut self, stmt: Stmt, params: &[Value<'_>], out: &mut Vec<u8>) {
         let (id, n) = self.statements[stmt];
         packet(out, |b| {

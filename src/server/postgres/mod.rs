@@ -193,6 +193,23 @@ impl Engine for PgEngine {
         catalog::lookup(name)
     }
 
+    fn admin_as(&self, schema: &str, login: &super::Login) -> Result<Box<dyn Admin>> {
+        let mut config = self.config(schema);
+        config.user(&login.user).password(&login.password);
+        let conn = connect_with(&config, self.tls.as_ref()).map_err(|e| {
+            usage(format!(
+                "cannot log in as the replay's role '{}': {}. Nothing was changed",
+                login.user,
+                clean_error(&e)
+            ))
+        })?;
+        Ok(Box::new(admin::PgAdmin::new(
+            conn,
+            config,
+            self.tls.clone(),
+        )))
+    }
+
     fn admin(&self) -> Result<Box<dyn Admin>> {
         let conn = self
             .connect_admin()
@@ -219,9 +236,13 @@ impl Engine for PgEngine {
     }
 
     /// The workers' clients: the lean protocol client (`wire`).
-    fn dialer(&self, schema: &str) -> Arc<dyn Dialer> {
+    fn dialer(&self, schema: &str, login: Option<&super::Login>) -> Arc<dyn Dialer> {
+        let mut config = self.config(schema);
+        if let Some(l) = login {
+            config.user(&l.user).password(&l.password);
+        }
         Arc::new(wire::PgWireDialer {
-            config: self.config(schema),
+            config,
             timeout: CLIENT_TIMEOUT,
             tls: self.tls.clone(),
         })

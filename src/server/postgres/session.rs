@@ -7,6 +7,9 @@
 use super::clean_error;
 use crate::workload::session::{DbError, Kind, Session, Stmt, Value};
 use bytes::BytesMut;
+
+/// Makes every later transaction of a session read-only (default_transaction_read_only).
+pub const READ_ONLY: &str = "SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY";
 use postgres::types::{IsNull, ToSql, Type, to_sql_checked};
 
 /// A driver error as the workloads see it.
@@ -130,6 +133,14 @@ impl Session for PgSession {
 
     fn simple(&mut self, sql: &str) -> Result<(), DbError> {
         self.conn.batch_execute(sql).map_err(db_error)
+    }
+
+    fn statement(&mut self, sql: &str) -> Result<(), DbError> {
+        self.conn.execute(sql, &[]).map(|_| ()).map_err(db_error)
+    }
+
+    fn read_only(&mut self) -> Result<(), DbError> {
+        self.simple(READ_ONLY)
     }
 
     fn begin(&mut self) -> Result<(), DbError> {

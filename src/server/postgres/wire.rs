@@ -108,6 +108,16 @@ impl Protocol for PgWire {
         flush_into(&mut self.scratch, out);
     }
 
+    fn statement(&mut self, sql: &str, out: &mut Vec<u8>) {
+        // The unnamed statement: Parse + Bind + Execute + Sync, one statement or an error.
+        let _ = frontend::parse("", sql, std::iter::empty(), &mut self.scratch);
+        run(&mut self.scratch, "", &[], out);
+    }
+
+    fn read_only_sql(&self) -> &'static str {
+        super::session::READ_ONLY
+    }
+
     fn prepare(&mut self, sql: &str, out: &mut Vec<u8>) {
         let name = format!("s{}", self.names.len());
         let sql = super::session::number_placeholders(sql);

@@ -8,6 +8,7 @@
 pub mod classify;
 pub mod csvlog;
 pub mod fingerprint;
+pub mod lex;
 pub mod mylog;
 pub mod pglog;
 pub mod script;

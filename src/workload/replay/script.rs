@@ -9,6 +9,13 @@ use super::slice::{NONE, Slice};
 use crate::workload::session::{DbError, Session};
 use std::sync::Arc;
 
+/// Make a new session a replaying one: read-only for every transaction after this (the
+/// replay's second lock: what the classifier missed fails on the server, and is counted).
+pub fn read_only(s: &mut dyn Session) -> Result<(), DbError> {
+    s.read_only()
+        .map_err(|e| e.during("making the replaying session read-only"))
+}
+
 /// One client's replay.
 pub struct ReplayScript {
     slice: Arc<Slice>,
@@ -80,7 +87,7 @@ impl ReplayScript {
             n += 1;
         }
         self.tag = st.tag;
-        s.simple(&st.sql)?;
+        s.statement(&st.sql)?;
         Ok(n + 1)
     }
 

@@ -10,6 +10,7 @@
 use super::classify::{Class, classify};
 use super::csvlog::PgCsvLog;
 use super::fingerprint::{digest, fingerprint};
+use super::lex::Dialect;
 use super::mylog::{GeneralLog, SlowLog};
 use super::pglog::PgStderrLog;
 use super::spec::{LogFormat, Mark, ReplaySpec};
@@ -71,8 +72,12 @@ pub struct SliceStats {
     pub statements_left_out: u64,
     /// Statements left out because they change data or schema.
     pub skipped_writes: u64,
-    /// Statements left out because they change the server (settings, users, sessions).
+    /// Statements left out because they change the server (settings, users, sessions) or
+    /// cannot be shown to only read.
     pub skipped_server: u64,
+    /// Every statement left out by the classifier, counted by its reason.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub skipped: std::collections::BTreeMap<String, u64>,
     /// Lines that belonged to nothing.
     pub malformed_lines: u64,
     /// The first of them: (line, why).
@@ -150,6 +155,11 @@ pub fn load(spec: &ReplaySpec, span: Option<std::time::Duration>) -> Result<Slic
     let to = spec.to.as_deref().map(Mark::parse).transpose()?;
     let mut reader = open(&spec.log, format)?;
     let mysql = format.family() == "mysql";
+    let dialect = if mysql {
+        Dialect::Mysql
+    } else {
+        Dialect::Postgres
+    };
     // The slow log writes `use db;` when the database differs from the last one it wrote,
     // whichever session that was: there a database holds for every session after it.
     let shared_db = format == LogFormat::Slow;
@@ -210,16 +220,19 @@ pub fn load(spec: &ReplaySpec, span: Option<std::time::Duration>) -> Result<Slic
             ended_by = "span";
             break;
         }
-        match classify(&sql) {
-            Class::Server => {
-                slice.stats.skipped_server += 1;
-                continue;
-            }
-            Class::Write if !spec.writes => {
-                slice.stats.skipped_writes += 1;
-                continue;
-            }
+        let verdict = classify(&sql, dialect, &spec.functions);
+        match verdict.class {
+            Class::Server => slice.stats.skipped_server += 1,
+            Class::Write if !spec.writes => slice.stats.skipped_writes += 1,
             _ => {}
+        }
+        if verdict.class == Class::Server || (verdict.class == Class::Write && !spec.writes) {
+            *slice
+                .stats
+                .skipped
+                .entry(verdict.reason.to_string())
+                .or_default() += 1;
+            continue;
         }
         let rank = *s.rank.get_or_insert_with(|| {
             slice.sessions += 1;

@@ -206,7 +206,18 @@ pub struct ReplaySpec {
     pub i_understand_writes: bool,
     /// At most this many statements in the slice.
     pub max_statements: u64,
+    /// Functions and procedures the user allows a replayed statement to call, by name
+    /// (lower-case; `schema.name` or `name`): every other call is skipped.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub functions: Vec<String>,
+    /// `--replay-user`: the login the replaying clients use (`temporary`: one dbtax
+    /// creates); None: temporary on a managed target, required elsewhere.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
 }
+
+/// The word of `--replay-user` that asks dbtax for a temporary reading login.
+pub const TEMPORARY: &str = "temporary";
 
 /// The replay options as flags or a file give them (None / false: not given).
 #[derive(Debug, Default)]
@@ -227,6 +238,10 @@ pub struct ReplayOptions<'a> {
     pub i_understand_writes: bool,
     /// `--max-statements`.
     pub max_statements: Option<u64>,
+    /// `--replay-functions`.
+    pub functions: &'a [String],
+    /// `--replay-user`.
+    pub user: Option<&'a str>,
 }
 
 impl ReplayOptions<'_> {
@@ -240,6 +255,8 @@ impl ReplayOptions<'_> {
             || self.writes
             || self.i_understand_writes
             || self.max_statements.is_some()
+            || !self.functions.is_empty()
+            || self.user.is_some()
     }
 }
 
@@ -272,6 +289,23 @@ impl ReplaySpec {
             }
             self.max_statements = n;
         }
+        if let Some(u) = o.user {
+            if u.trim().is_empty() {
+                return Err(usage("--replay-user takes a user name, or temporary"));
+            }
+            self.user = Some(u.trim().to_string());
+        }
+        for f in o.functions {
+            let f = f.trim().to_lowercase();
+            if f.is_empty() {
+                return Err(usage(
+                    "--replay-functions takes names: --replay-functions price_of,app.tax",
+                ));
+            }
+            if !self.functions.contains(&f) {
+                self.functions.push(f);
+            }
+        }
         Ok(())
     }
 
@@ -287,6 +321,8 @@ impl ReplaySpec {
             writes: false,
             i_understand_writes: false,
             max_statements: 200_000,
+            functions: vec![],
+            user: None,
         }
     }
 }

@@ -37,6 +37,14 @@ pub trait Protocol: Send {
     fn execute(&mut self, stmt: Stmt, params: &[Value<'_>], out: &mut Vec<u8>);
     /// Append a statement over the text (simple) protocol.
     fn simple(&mut self, sql: &str, out: &mut Vec<u8>);
+    /// Append one unprepared statement as a replay sends it: where the protocol can, in a
+    /// form the server runs as one statement only (PostgreSQL's extended protocol refuses a
+    /// string of several; the MySQL family's clients never ask for multi-statements).
+    fn statement(&mut self, sql: &str, out: &mut Vec<u8>) {
+        self.simple(sql, out)
+    }
+    /// The statement that makes this session read-only for every transaction after it.
+    fn read_only_sql(&self) -> &'static str;
     /// Append the preparation of `sql` (`?` placeholders); its answer is read as `Prepare`.
     fn prepare(&mut self, sql: &str, out: &mut Vec<u8>);
     /// Append BEGIN as the engine's own benchmark sends it.
@@ -209,6 +217,16 @@ impl Session for Conn {
         self.round_trip(Request::Run)
     }
 
+    fn statement(&mut self, sql: &str) -> Result<(), DbError> {
+        self.protocol.statement(sql, &mut self.out);
+        self.round_trip(Request::Run)
+    }
+
+    fn read_only(&mut self) -> Result<(), DbError> {
+        let sql = self.protocol.read_only_sql();
+        self.simple(sql)
+    }
+
     fn begin(&mut self) -> Result<(), DbError> {
         self.protocol.begin(&mut self.out);
         self.round_trip(Request::Run)
@@ -289,6 +307,18 @@ impl Session for Recorder<'_> {
     fn simple(&mut self, sql: &str) -> Result<(), DbError> {
         self.protocol.simple(sql, &mut self.requests.bytes);
         self.push()
+    }
+
+    fn statement(&mut self, sql: &str) -> Result<(), DbError> {
+        self.protocol.statement(sql, &mut self.requests.bytes);
+        self.push()
+    }
+
+    fn read_only(&mut self) -> Result<(), DbError> {
+        Err(DbError {
+            message: "a session is made read-only when a client connects".into(),
+            kind: Kind::Refused,
+        })
     }
 
     fn begin(&mut self) -> Result<(), DbError> {

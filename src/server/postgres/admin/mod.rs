@@ -5,6 +5,7 @@
 
 mod autoconf;
 mod held;
+mod logins;
 mod probe;
 
 use super::catalog::CURRENT_LOGFILE;
