@@ -1,6 +1,8 @@
 //! What dbtax keeps on a PostgreSQL server while it works: the run lock (an advisory lock,
-//! held by the admin connection) and the copy of the journal (a `dbtax_journal` table in
-//! dbtax's database, found again in any database after a kill -9).
+//! held by the admin connection) and the copy of the journal (a `dbtax_journal` table in a
+//! `dbtax` schema of dbtax's database, found again in any database after a kill -9, and
+//! gone after a clean run: the table once empty, the schema when dbtax made it). Tables of
+//! runs before the schema existed are read where they are (`public`).
 
 use super::super::db_error;
 use super::PgAdmin;
@@ -14,6 +16,8 @@ const JOURNAL_TABLE: &str = "dbtax_journal";
 /// The table that keeps the identity dbtax stamped on a cluster whose system identifier this
 /// login may not read.
 const IDENTITY_TABLE: &str = "dbtax_identity";
+/// dbtax's own schema in a database; earlier runs kept their tables in `public`.
+const SCHEMAS: [&str; 2] = ["dbtax", "public"];
 
 impl PgAdmin {
     /// `Admin::try_run_lock`: the advisory lock, without waiting.
@@ -46,20 +50,39 @@ impl PgAdmin {
         }))
     }
 
+    /// dbtax's schema in the database of `c`, made when absent (and remembered as made).
+    fn own_schema(&mut self, db: &str, c: &mut postgres::Client) -> Result<()> {
+        let exists: bool = c
+            .query_one("SELECT to_regnamespace($1) IS NOT NULL", &[&SCHEMAS[0]])
+            .map_err(db_error)?
+            .get(0);
+        if !exists {
+            c.batch_execute(&format!(
+                "CREATE SCHEMA IF NOT EXISTS {0}; GRANT USAGE ON SCHEMA {0} TO PUBLIC",
+                SCHEMAS[0]
+            ))
+            .map_err(|e| db_error(e).context("making dbtax's schema for the journal"))?;
+            self.created_schema.insert(db.to_string());
+        }
+        Ok(())
+    }
+
     /// `Admin::save_server_journal`: upsert this server's row in dbtax's database.
     pub(super) fn save_journal(&mut self, schema: &str, key: &str, journal: &str) -> Result<()> {
         let mut c = self.journal_conn(schema)?;
+        self.own_schema(schema, &mut c)?;
+        let table = format!("{}.{JOURNAL_TABLE}", SCHEMAS[0]);
         c.batch_execute(&format!(
-            "CREATE TABLE IF NOT EXISTS {JOURNAL_TABLE} (server text PRIMARY KEY, \
+            "CREATE TABLE IF NOT EXISTS {table} (server text PRIMARY KEY, \
              journal text NOT NULL, saved_at timestamptz NOT NULL DEFAULT now())"
         ))
         .map_err(db_error)?;
         // Every login may see that a run left something to restore (the journal holds
         // setting values, no secret); the owner alone may grant it.
-        let _ = c.batch_execute(&format!("GRANT SELECT ON {JOURNAL_TABLE} TO PUBLIC"));
+        let _ = c.batch_execute(&format!("GRANT SELECT ON {table} TO PUBLIC"));
         c.execute(
             &format!(
-                "INSERT INTO {JOURNAL_TABLE} (server, journal) VALUES ($1, $2) ON CONFLICT \
+                "INSERT INTO {table} (server, journal) VALUES ($1, $2) ON CONFLICT \
                  (server) DO UPDATE SET journal = excluded.journal, saved_at = now()"
             ),
             &[&key, &journal],
@@ -71,10 +94,11 @@ impl PgAdmin {
     /// `Admin::load_server_journals`: every database that has the table, searched.
     pub(super) fn load_journals(&mut self, key: &str) -> Result<Vec<(String, String)>> {
         let mut out = vec![];
-        for (db, mut c) in self.databases_with(JOURNAL_TABLE)? {
-            let rows = c
+        for (db, tables, mut c) in self.databases_with(JOURNAL_TABLE)? {
+            for table in tables {
+                let rows = c
                 .query(
-                    &format!("SELECT journal FROM {JOURNAL_TABLE} WHERE server = $1"),
+                    &format!("SELECT journal FROM {table} WHERE server = $1"),
                     &[&key],
                 )
                 .map_err(|e| {
@@ -90,39 +114,55 @@ impl PgAdmin {
                         db_error(e)
                     }
                 })?;
-            out.extend(rows.into_iter().map(|r| (db.clone(), r.get(0))));
-        }
-        Ok(out)
-    }
-
-    /// A connection to each database (that this user may enter) holding dbtax's `table`.
-    fn databases_with(&mut self, table: &str) -> Result<Vec<(String, postgres::Client)>> {
-        let mut out = vec![];
-        for db in self.databases()? {
-            let Ok(mut c) = self.journal_conn(&db) else {
-                continue;
-            };
-            let has = c
-                .query_one(
-                    "SELECT to_regclass($1) IS NOT NULL",
-                    &[&format!("public.{table}")],
-                )
-                .is_ok_and(|r| r.get::<_, bool>(0));
-            if has {
-                out.push((db, c));
+                out.extend(rows.into_iter().map(|r| (db.clone(), r.get(0))));
             }
         }
         Ok(out)
     }
 
-    /// `Admin::delete_server_journal`.
+    /// A connection to each database (that this user may enter) holding dbtax's `table`,
+    /// and where it is there (`dbtax.table`, or an earlier run's `public.table`).
+    fn databases_with(
+        &mut self,
+        table: &str,
+    ) -> Result<Vec<(String, Vec<String>, postgres::Client)>> {
+        let mut out = vec![];
+        for db in self.databases()? {
+            let Ok(mut c) = self.journal_conn(&db) else {
+                continue;
+            };
+            let tables = located(&mut c, table);
+            if !tables.is_empty() {
+                out.push((db, tables, c));
+            }
+        }
+        Ok(out)
+    }
+
+    /// `Admin::delete_server_journal`: this server's row gone; the table with it when it
+    /// is left empty, and dbtax's schema when this connection made it and it is empty.
     pub(super) fn delete_journal(&mut self, schema: &str, key: &str) -> Result<()> {
         let mut c = self.journal_conn(schema)?;
-        c.execute(
-            &format!("DELETE FROM {JOURNAL_TABLE} WHERE server = $1"),
-            &[&key],
-        )
-        .map_err(|e| db_error(e).context("removing the journal on the server"))?;
+        for table in located(&mut c, JOURNAL_TABLE) {
+            c.execute(&format!("DELETE FROM {table} WHERE server = $1"), &[&key])
+                .map_err(|e| db_error(e).context("removing the journal on the server"))?;
+            let left: i64 = c
+                .query_one(&format!("SELECT count(*) FROM {table}"), &[])
+                .map_err(db_error)?
+                .get(0);
+            if left == 0 {
+                // Another login's run may have made it: then it is theirs to drop.
+                let _ = c.batch_execute(&format!("DROP TABLE IF EXISTS {table}"));
+            }
+        }
+        if self.created_schema.contains(schema) {
+            // RESTRICT: only an empty schema goes.
+            if c.batch_execute(&format!("DROP SCHEMA IF EXISTS {} RESTRICT", SCHEMAS[0]))
+                .is_ok()
+            {
+                self.created_schema.remove(schema);
+            }
+        }
         Ok(())
     }
 
@@ -134,10 +174,9 @@ impl PgAdmin {
         {
             return Ok(Some(format!("postgres-{}", r.get::<_, i64>(0))));
         }
-        for (_, mut c) in self.databases_with(IDENTITY_TABLE)? {
-            if let Ok(Some(r)) =
-                c.query_opt(&format!("SELECT id FROM {IDENTITY_TABLE} LIMIT 1"), &[])
-            {
+        for (_, tables, mut c) in self.databases_with(IDENTITY_TABLE)? {
+            let table = &tables[0];
+            if let Ok(Some(r)) = c.query_opt(&format!("SELECT id FROM {table} LIMIT 1"), &[]) {
                 return Ok(Some(format!("postgres-dbtax-{}", r.get::<_, String>(0))));
             }
         }
@@ -151,10 +190,14 @@ impl PgAdmin {
         }
         let id = crate::host::random_id();
         let mut c = self.journal_conn(schema)?;
+        self.own_schema(schema, &mut c)?;
+        // The identity stays (a server keeps its name): so does the schema that holds it.
+        self.created_schema.remove(schema);
+        let table = format!("{}.{IDENTITY_TABLE}", SCHEMAS[0]);
         c.batch_execute(&format!(
-            "CREATE TABLE IF NOT EXISTS {IDENTITY_TABLE} (id text PRIMARY KEY); \
-             INSERT INTO {IDENTITY_TABLE} (id) VALUES ('{id}'); \
-             GRANT SELECT ON {IDENTITY_TABLE} TO PUBLIC"
+            "CREATE TABLE IF NOT EXISTS {table} (id text PRIMARY KEY); \
+             INSERT INTO {table} (id) VALUES ('{id}'); \
+             GRANT SELECT ON {table} TO PUBLIC"
         ))
         .map_err(|e| db_error(e).context("stamping the server's identity"))?;
         Ok(format!("postgres-dbtax-{id}"))
@@ -179,4 +222,16 @@ impl PgAdmin {
         c.dbname(db);
         super::super::connect_with(&c, self.tls.as_ref()).map_err(db_error)
     }
+}
+
+/// Where `table` is in the database of `c`: `dbtax.table`, an earlier run's `public.table`.
+fn located(c: &mut postgres::Client, table: &str) -> Vec<String> {
+    SCHEMAS
+        .iter()
+        .map(|schema| format!("{schema}.{table}"))
+        .filter(|q| {
+            c.query_one("SELECT to_regclass($1) IS NOT NULL", &[q])
+                .is_ok_and(|r| r.get::<_, bool>(0))
+        })
+        .collect()
 }

@@ -33,6 +33,9 @@ pub struct PgAdmin {
     superuser: Option<bool>,
     /// When `status_counters` last read the server (its clock, as text).
     status_read_at: Option<String>,
+    /// Databases in which this connection created dbtax's schema (dropped again when the
+    /// journal's table leaves it empty).
+    created_schema: BTreeSet<String>,
 }
 
 /// A statement's failure: `ServerLost` when the connection is gone, else the server's words
@@ -61,6 +64,7 @@ impl PgAdmin {
             loaded: BTreeSet::new(),
             superuser: None,
             status_read_at: None,
+            created_schema: BTreeSet::new(),
         }
     }
 
