@@ -85,6 +85,8 @@ pub mod reason {
     pub const INTO: &str = "SELECT … INTO";
     /// The lexer could not read it.
     pub const UNREADABLE: &str = "cannot be read";
+    /// Longer than a log statement may be (`replay::MAX_STATEMENT`).
+    pub const TOO_LONG: &str = "longer than 16 MB";
 }
 
 /// What `sql` (from a log of `dialect`'s servers) does: the worst of every way it can be

@@ -68,7 +68,8 @@ impl<R: BufRead> PgCsvLog<R> {
                         } else {
                             quoted = false;
                         }
-                    } else {
+                    } else if cur.len() <= super::MAX_STATEMENT {
+                        // (An unclosed quote would otherwise take in the rest of the file.)
                         cur.push(c);
                     }
                 } else {
@@ -76,6 +77,7 @@ impl<R: BufRead> PgCsvLog<R> {
                         '"' => quoted = true,
                         ',' => fields.push(std::mem::take(&mut cur)),
                         '\n' | '\r' => {}
+                        _ if cur.len() > super::MAX_STATEMENT => {}
                         _ => cur.push(c),
                     }
                 }

@@ -21,16 +21,51 @@ pub trait LogReader: Iterator<Item = Entry> {
     fn malformed(&self) -> &MalformedLines;
 }
 
+/// The longest line or statement a log may hold: longer ones are counted and skipped, read
+/// past in bounded memory (a log of one endless line, `/dev/zero` behind a link, costs this
+/// much at most).
+pub const MAX_STATEMENT: usize = 16 << 20;
+
 /// Read the next line of `input` into `buf` (emptied first) and count it in `line_no`; false
-/// at the end of the input (a read error ends it too: what was read stands).
+/// at the end of the input (a read error ends it too: what was read stands). A longer line
+/// than `MAX_STATEMENT` keeps its first `MAX_STATEMENT` + 64 KB bytes (so its statement,
+/// after any log prefix, still shows as too long) and the rest is passed over unread.
 fn next_line(input: &mut impl std::io::BufRead, buf: &mut Vec<u8>, line_no: &mut u64) -> bool {
     buf.clear();
-    match input.read_until(b'\n', buf) {
-        Ok(0) | Err(_) => false,
-        Ok(_) => {
-            *line_no += 1;
-            true
+    let mut any = false;
+    loop {
+        let chunk = match input.fill_buf() {
+            Ok(c) => c,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => break,
+        };
+        if chunk.is_empty() {
+            break;
         }
+        any = true;
+        let (take, ended) = match chunk.iter().position(|&b| b == b'\n') {
+            Some(i) => (i + 1, true),
+            None => (chunk.len(), false),
+        };
+        let room = (MAX_STATEMENT + (64 << 10)).saturating_sub(buf.len());
+        buf.extend_from_slice(&chunk[..take.min(room)]);
+        input.consume(take);
+        if ended {
+            break;
+        }
+    }
+    if any {
+        *line_no += 1;
+    }
+    any
+}
+
+/// Append a continuation line to a statement, up to just past `MAX_STATEMENT` (past that it
+/// is too long to replay whatever follows, and grows no more).
+fn append_line(s: &mut String, line: &str) {
+    if s.len() <= MAX_STATEMENT {
+        s.push('\n');
+        s.push_str(line);
     }
 }
 

@@ -200,8 +200,7 @@ impl<R: BufRead> Iterator for GeneralLog<R> {
             // A statement's next line, or nothing's.
             match self.pending.as_mut().map(|e| &mut e.what) {
                 Some(What::Query(s) | What::Prepare(s) | What::Execute(s)) => {
-                    s.push('\n');
-                    s.push_str(line);
+                    super::append_line(s, line)
                 }
                 _ if line.trim().is_empty() => {}
                 _ => self.malformed.push(Malformed {
@@ -310,10 +309,11 @@ impl<R: BufRead> SlowLog<R> {
                 let secs = num(line[14..].trim_end_matches(';'));
                 b.at_us = secs.and_then(|s| s.checked_mul(1_000_000)).or(b.at_us);
             } else {
-                if !b.sql.is_empty() {
-                    b.sql.push('\n');
+                if b.sql.is_empty() {
+                    b.sql.push_str(line);
+                } else {
+                    super::append_line(&mut b.sql, line);
                 }
-                b.sql.push_str(line);
             }
         } else if !line.trim().is_empty() {
             self.malformed.push(Malformed {

@@ -243,15 +243,13 @@ impl Assembler {
     /// A line continuing the message before it.
     fn more(&mut self, text: &str) {
         if let Some(d) = self.detail.as_mut() {
-            d.push('\n');
-            d.push_str(text);
+            super::append_line(d, text);
         } else if let Some(Entry {
             what: What::Query(s) | What::Execute(s),
             ..
         }) = self.pending.as_mut()
         {
-            s.push('\n');
-            s.push_str(text);
+            super::append_line(s, text);
         }
     }
 }

@@ -7,7 +7,7 @@
 //! statement, its session's default database at the time, and its fingerprint's tag (the
 //! most frequent fingerprints are timed one by one).
 
-use super::classify::{Class, classify};
+use super::classify::{Class, Verdict, classify, reason};
 use super::csvlog::PgCsvLog;
 use super::fingerprint::{digest, fingerprint};
 use super::lex::Dialect;
@@ -106,8 +106,36 @@ pub struct Slice {
     pub stats: SliceStats,
 }
 
+/// A log must be a regular file: a FIFO would block its open (no writer: for ever), a
+/// device never ends (`/dev/zero`). Checked without opening it.
+fn regular(path: &Path) -> Result<()> {
+    use std::os::unix::fs::FileTypeExt;
+    let meta = std::fs::metadata(path)
+        .map_err(|e| usage(format!("cannot read the log {}: {e}", path.display())))?;
+    let t = meta.file_type();
+    let what = if t.is_file() {
+        return Ok(());
+    } else if t.is_dir() {
+        "a directory"
+    } else if t.is_fifo() {
+        "a FIFO (a pipe)"
+    } else if t.is_char_device() || t.is_block_device() {
+        "a device"
+    } else if t.is_socket() {
+        "a socket"
+    } else {
+        "not a regular file"
+    };
+    Err(usage(format!(
+        "the log {} is {what}: --log reads a regular file (copy the log to one first). \
+         Nothing was changed",
+        path.display()
+    )))
+}
+
 /// Open `spec`'s log as a reader of its format.
 fn open(path: &Path, format: LogFormat) -> Result<Box<dyn LogReader>> {
+    regular(path)?;
     let file = std::fs::File::open(path)
         .map_err(|e| usage(format!("cannot read the log {}: {e}", path.display())))?;
     let r = BufReader::with_capacity(1 << 16, file);
@@ -121,6 +149,7 @@ fn open(path: &Path, format: LogFormat) -> Result<Box<dyn LogReader>> {
 
 /// The log's format: as given, or told from its first 256 KB.
 pub fn format_of(spec: &ReplaySpec) -> Result<LogFormat> {
+    regular(&spec.log)?;
     if let Some(f) = spec.format {
         return Ok(f);
     }
@@ -180,6 +209,10 @@ pub fn load(spec: &ReplaySpec, span: Option<std::time::Duration>) -> Result<Slic
     let mut whole_seconds = true;
     for e in reader.by_ref() {
         entries += 1;
+        // Nothing has changed anywhere yet: Ctrl-C ends a long read at once.
+        if entries % 4096 == 0 {
+            crate::interrupt::check()?;
+        }
         if let Some(t) = e.at_us {
             clock = t;
             log_start.get_or_insert(t);
@@ -220,7 +253,14 @@ pub fn load(spec: &ReplaySpec, span: Option<std::time::Duration>) -> Result<Slic
             ended_by = "span";
             break;
         }
-        let verdict = classify(&sql, dialect, &spec.functions);
+        let verdict = if sql.len() > super::MAX_STATEMENT {
+            Verdict {
+                class: Class::Server,
+                reason: reason::TOO_LONG,
+            }
+        } else {
+            classify(&sql, dialect, &spec.functions)
+        };
         match verdict.class {
             Class::Server => slice.stats.skipped_server += 1,
             Class::Write if !spec.writes => slice.stats.skipped_writes += 1,

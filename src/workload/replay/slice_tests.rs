@@ -3,6 +3,7 @@
 //! or shared (slow log), fingerprints tagged by count, the cap, lanes, and bad input.
 
 use super::*;
+use crate::workload::replay::MAX_STATEMENT;
 use crate::workload::replay::spec::Pace;
 
 fn write(name: &str, text: &str) -> (tempfile::TempDir, std::path::PathBuf) {
@@ -227,4 +228,57 @@ fn times_that_go_back_are_taken_as_they_come() {
     let s = load(&busiest, None).unwrap();
     assert_eq!(s.stmts.len(), 4);
     assert!(s.span_ns() >= 1);
+}
+
+#[test]
+fn a_log_that_is_no_regular_file_is_refused_without_being_opened() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("pipe.log");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    for (path, words) in [
+        (std::path::PathBuf::from("/dev/zero"), "a device"),
+        (fifo, "a FIFO"),
+        (dir.path().to_path_buf(), "a directory"),
+    ] {
+        for format in [None, Some(LogFormat::General)] {
+            let mut spec = ReplaySpec::of(&path);
+            spec.format = format;
+            // (A FIFO with no writer would block an open for ever: this returns.)
+            let e = load(&spec, None).unwrap_err();
+            assert_eq!(crate::error::exit_code(&e), 2);
+            assert!(format!("{e:#}").contains(words), "{e:#}");
+        }
+    }
+}
+
+#[test]
+fn a_line_longer_than_the_bound_is_skipped_in_bounded_memory() {
+    let long = format!("SELECT '{}'", "x".repeat(MAX_STATEMENT + 10));
+    let text = GENERAL.replace("SELECT * FROM t WHERE id = 3", &long);
+    let (_d, p) = write("long.log", &text);
+    let s = load(&ReplaySpec::of(&p), None).unwrap();
+    assert_eq!(
+        s.stats.skipped.get(super::reason::TOO_LONG),
+        Some(&1),
+        "{:?}",
+        s.stats
+    );
+    assert_eq!(s.stmts.len(), 5);
+    assert!(s.stmts.iter().all(|x| x.sql.len() < 100));
+    // A statement continued over many lines stops growing past the bound too.
+    let mut many = String::from("\t\t    5 Query\tSELECT 1");
+    for _ in 0..(MAX_STATEMENT / 1000 + 10) {
+        many.push('\n');
+        many.push_str(&"y".repeat(999));
+    }
+    let text = GENERAL.replace("\t\t    5 Query\tSELECT * FROM t WHERE id = 3", &many);
+    let (_d2, p) = write("many.log", &text);
+    let s = load(&ReplaySpec::of(&p), None).unwrap();
+    assert_eq!(
+        s.stats.skipped.get(super::reason::TOO_LONG),
+        Some(&1),
+        "{:?}",
+        s.stats
+    );
 }
