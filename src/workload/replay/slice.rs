@@ -210,7 +210,7 @@ pub fn load(spec: &ReplaySpec, span: Option<std::time::Duration>) -> Result<Slic
     for e in reader.by_ref() {
         entries += 1;
         // Nothing has changed anywhere yet: Ctrl-C ends a long read at once.
-        if entries % 4096 == 0 {
+        if entries.is_multiple_of(4096) {
             crate::interrupt::check()?;
         }
         if let Some(t) = e.at_us {
