@@ -144,6 +144,36 @@ pub fn run(args: RestoreArgs) -> Result<()> {
             target.identity
         )));
     }
+    let differs = j.differs(&admin.facts()?);
+    if !differs.is_empty() {
+        return Err(usage(format!(
+            "the journal {} was written for {} and carries the identity of {}, but {} is \
+             another server with that identity (a copy: a backup, a copied datadir or a \
+             replica carries it): {}. It is not applied here. Restore it against its own \
+             server, or delete it if that server is gone. Nothing was changed",
+            path.display(),
+            j.target,
+            target.identity,
+            target.label(),
+            differs.join(", ")
+        )));
+    }
+    // A local journal whose copy on the server is gone was restored from elsewhere (another
+    // state folder, another machine), or its run stopped before its first change (the copy
+    // is written before any): nothing is left to put back, and applying it again would undo
+    // whatever was changed since. Retired, not applied.
+    if from_server.is_none() && damaged.is_none() && path.exists() {
+        std::fs::remove_file(&path)?;
+        crate::outln!(
+            "Nothing to restore on {}: the journal {} of the run started {} (pid {}) is \
+             already restored (the server keeps no copy of it any more); retired it.",
+            target.label(),
+            path.display(),
+            j.started_at,
+            j.pid
+        );
+        return Ok(());
+    }
     let done = pending::restore_journal(admin.as_mut(), &j)?;
     let mut left = pending::restart_left(admin.as_mut(), &j)?;
     if !left.is_empty()

@@ -61,7 +61,21 @@ pub fn restore_journal(admin: &mut dyn Admin, j: &Journal) -> Result<Vec<String>
     for spec in &j.created_logins {
         done.push(admin.drop_reader(spec).context("restoring")?);
     }
+    let names: Vec<&str> = j.originals.iter().map(|(k, _)| k.as_str()).collect();
+    let now = admin.global_vars(&names).context("restoring")?;
     for (var, value) in j.originals.iter().rev() {
+        // Only what is still as dbtax left it: a value someone set since is theirs.
+        if let (Some(is), Some(set)) = (now.get(var), j.set_values.get(var))
+            && !same_value(is, value)
+            && !set.iter().any(|s| same_value(s, is))
+        {
+            done.push(format!(
+                "left {var} = {is} as it is: changed since the run set it ({}); its value \
+                 before the run was {value}",
+                set.join(", ")
+            ));
+            continue;
+        }
         let persisted = j.persisted_entry(var);
         if let Some(sql) = admin
             .restore_global(var, value, persisted.as_ref().map(|p| p.as_deref()))

@@ -90,6 +90,11 @@ impl Switcher {
                 server.label()
             )));
         }
+        let facts = if managed {
+            BTreeMap::new()
+        } else {
+            admin.facts()?
+        };
         Ok(Switcher {
             admin,
             journal: Journal {
@@ -98,6 +103,7 @@ impl Switcher {
                 host: crate::host::hostname(),
                 pid: std::process::id(),
                 started_at: started_at.to_string(),
+                facts,
                 ..Default::default()
             },
             journal_path,
@@ -266,6 +272,13 @@ impl Switcher {
                 continue;
             }
             // Back to the original: as at the end (PostgreSQL: the auto.conf entry as found).
+            // A value set for the first time is journaled first: a restore puts back
+            // only what is still as dbtax left it.
+            let known = self.journal.set_values.entry(var.clone()).or_default();
+            if want.is_some() && !known.iter().any(|k| same_value(k, &value)) {
+                known.push(value.clone());
+                self.save()?;
+            }
             let sql = if want.is_none() {
                 let persisted = self.journal.persisted_entry(var);
                 self.admin

@@ -135,6 +135,11 @@ pub trait Held: Send {
     /// of dbtax's `schema` (which exists), made the first time a run changes anything.
     /// Returns the identity from now on.
     fn stamp_identity(&mut self, schema: &str) -> Result<String>;
+    /// What a copy of this server does not share with it (a backup, a copied datadir or a
+    /// replica carries the stamp): MySQL family host name, port, socket, datadir and
+    /// server_id; PostgreSQL its system identifier, data directory and port (empty where
+    /// this login may not read one). A journal is applied only where they all match.
+    fn facts(&mut self) -> Result<BTreeMap<String, String>>;
     /// Take the server-wide run lock without waiting; held until this connection closes.
     /// Ok(false): another connection holds it.
     fn try_run_lock(&mut self) -> Result<bool>;

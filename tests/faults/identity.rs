@@ -187,3 +187,150 @@ pub fn a_journal_is_never_applied_to_another_server(ctx: &Ctx) {
     assert_eq!(a.var("long_query_time"), "4.000000");
     println!("identity: twins told apart; A's journal never applied to B");
 }
+
+/// Start a `dbtax run` of `features` on `url` in the background and kill it -9 once `var`
+/// reads `want` on the suite's server (a setting the run changed is in force).
+fn kill_mid_run(ctx: &Ctx, url: &str, features: &[&str], var: &str, want: &str, out: &str) {
+    let mut args = common::run_args(url, features, "2", "30", &ctx.work.join(out));
+    args.push("--no-warmup-round".into());
+    let mut child = ctx
+        .dbtax()
+        .args(&args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for(&format!("{var} = {want}"), Duration::from_secs(90), || {
+        ctx.var(var) == want
+    });
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
+
+/// A second server that carries the suite server's stamp (as a copy of its datadir, a
+/// backup or a replica would): `dbtax restore` on it after a run on the suite's server was
+/// killed refuses, naming what differs (it set the copy's settings to the original's).
+pub fn a_copy_that_carries_the_stamp_is_not_taken_for_its_server(ctx: &Ctx) {
+    let originals = ctx.originals();
+    kill_mid_run(
+        ctx,
+        &ctx.socket_url("f_copy"),
+        &["slow-log"],
+        "slow_query_log",
+        "1",
+        "copy",
+    );
+    let id: Option<String> = ctx
+        .root()
+        .query_first("SELECT id FROM f_copy.dbtax_identity")
+        .unwrap();
+    let id = id.expect("the run stamped the server");
+    let port = common::free_port();
+    let copy = ManagedServer::start(&ManagedConfig {
+        port: Some(port),
+        server_opts: vec!["long-query-time=7".into()],
+        ..Default::default()
+    })
+    .expect("a second MariaDB");
+    let mut c = common::root(&copy.socket());
+    c.query_drop(format!(
+        "CREATE DATABASE f_copy; CREATE TABLE f_copy.dbtax_identity (id VARCHAR(64) NOT NULL \
+         PRIMARY KEY); INSERT INTO f_copy.dbtax_identity VALUES ('{id}')"
+    ))
+    .unwrap();
+    let copy_url = format!(
+        "mysql://root@localhost/f_copy?socket={}",
+        copy.socket().display()
+    );
+    let r = ctx.run(&["restore".into(), "--target".into(), copy_url]);
+    assert_eq!(r.status.code(), Some(2), "{}", text(&r));
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert!(err.contains("another server with that identity"), "{err}");
+    assert!(err.contains("socket"), "{err}");
+    assert_eq!(
+        common::global_var(&copy.socket(), "long_query_time"),
+        "7.000000"
+    );
+    assert_eq!(common::global_var(&copy.socket(), "slow_query_log"), "0");
+    drop(copy);
+    let r = ctx.restore();
+    assert_eq!(r.status.code(), Some(0), "{}", text(&r));
+    ctx.as_found(&originals).unwrap();
+    println!("copied stamp: the copy refused, naming what differs; the original restored");
+}
+
+/// After a kill -9, a restore through another state folder (it uses and removes the
+/// server's copy), then a DBA's change: the default folder's journal is retired, not
+/// applied again over the DBA's value.
+pub fn a_stale_local_journal_is_retired_not_applied_again(ctx: &Ctx) {
+    let originals = ctx.originals();
+    kill_mid_run(
+        ctx,
+        &ctx.socket_url("f_stale"),
+        &["slow-log"],
+        "slow_query_log",
+        "1",
+        "stale",
+    );
+    assert_eq!(ctx.journals(), 1);
+    let other = ctx.work.join("other-state");
+    let r = common::dbtax(&other)
+        .args(["restore", "--target", &ctx.socket_url("")])
+        .output()
+        .unwrap();
+    assert_eq!(r.status.code(), Some(0), "{}", text(&r));
+    ctx.as_found(&originals).map(|_| ()).unwrap_or_else(|e| {
+        // The default folder's journal is still there: that is the point.
+        assert!(e.contains("local journal"), "{e}");
+    });
+    ctx.root()
+        .query_drop("SET GLOBAL long_query_time = 1")
+        .unwrap();
+    let r = ctx.restore();
+    assert_eq!(r.status.code(), Some(0), "{}", text(&r));
+    assert!(
+        String::from_utf8_lossy(&r.stdout).contains("already restored"),
+        "{}",
+        text(&r)
+    );
+    assert_eq!(
+        ctx.var("long_query_time"),
+        "1.000000",
+        "the stale journal was applied"
+    );
+    assert_eq!(ctx.journals(), 0);
+    ctx.root()
+        .query_drop("SET GLOBAL long_query_time = 2.5")
+        .unwrap();
+    ctx.as_found(&originals).unwrap();
+    println!("stale journal: retired, the DBA's later value kept");
+}
+
+/// A kill -9 with the slow log on, then a DBA sets long_query_time: `dbtax restore` puts
+/// back what is still as the run left it (slow_query_log) and leaves the DBA's value,
+/// naming it.
+pub fn a_setting_someone_changed_since_is_left_alone(ctx: &Ctx) {
+    let originals = ctx.originals();
+    kill_mid_run(
+        ctx,
+        &ctx.socket_url("f_since"),
+        &["slow-log"],
+        "slow_query_log",
+        "1",
+        "since",
+    );
+    ctx.root()
+        .query_drop("SET GLOBAL long_query_time = 1")
+        .unwrap();
+    let r = ctx.restore();
+    assert_eq!(r.status.code(), Some(0), "{}", text(&r));
+    let said = String::from_utf8_lossy(&r.stdout);
+    assert!(said.contains("left long_query_time = 1"), "{said}");
+    assert_eq!(ctx.var("slow_query_log"), "0");
+    assert_eq!(ctx.var("long_query_time"), "1.000000");
+    ctx.root()
+        .query_drop("SET GLOBAL long_query_time = 2.5")
+        .unwrap();
+    ctx.as_found(&originals).unwrap();
+    println!("changed since: the DBA's long_query_time left and named, the rest restored");
+}

@@ -526,6 +526,9 @@ fn main() {
         breaks::a_full_state_directory_names_the_journal,
         breaks::a_panic_mid_run_restores_the_server_and_says_it_is_a_bug,
         identity::a_journal_is_never_applied_to_another_server,
+        identity::a_copy_that_carries_the_stamp_is_not_taken_for_its_server,
+        identity::a_stale_local_journal_is_retired_not_applied_again,
+        identity::a_setting_someone_changed_since_is_left_alone,
         ],
         || {
             let port = common::free_port();

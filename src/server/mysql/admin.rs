@@ -345,6 +345,13 @@ impl Held for MysqlAdmin {
         self.stamp(schema)
     }
 
+    fn facts(&mut self) -> Result<BTreeMap<String, String>> {
+        global_vars(
+            &mut self.conn,
+            &["hostname", "port", "socket", "datadir", "server_id"],
+        )
+    }
+
     fn try_run_lock(&mut self) -> Result<bool> {
         let got: Option<Option<i64>> = self
             .conn

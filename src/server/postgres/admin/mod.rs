@@ -389,6 +389,29 @@ impl Held for PgAdmin {
         self.stamp(schema)
     }
 
+    fn facts(&mut self) -> Result<BTreeMap<String, String>> {
+        let mut out = BTreeMap::new();
+        let id = self
+            .conn
+            .query_one(
+                "SELECT system_identifier::text FROM pg_control_system()",
+                &[],
+            )
+            .map(|r| r.get::<_, String>(0))
+            .unwrap_or_default();
+        out.insert("system_identifier".into(), id);
+        for name in ["data_directory", "port"] {
+            // (data_directory is for superusers and pg_read_all_settings only.)
+            let v = self
+                .conn
+                .query_one("SELECT coalesce(current_setting($1, true), '')", &[&name])
+                .map(|r| r.get::<_, String>(0))
+                .unwrap_or_default();
+            out.insert(name.into(), v);
+        }
+        Ok(out)
+    }
+
     fn try_run_lock(&mut self) -> Result<bool> {
         self.try_lock()
     }
