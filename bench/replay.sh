@@ -20,7 +20,7 @@ mariadb -S "$SOCK" -uroot -e "SET GLOBAL slow_query_log_file = '$LOG'; \
   --time="$SECS" run >/dev/null
 mariadb -S "$SOCK" -uroot -e "SET GLOBAL slow_query_log = OFF; SET GLOBAL long_query_time = 10"
 echo "captured: $(du -h "$LOG" | cut -f1) of slow log in $SECS s"
-"$DBTAX" run --target "mysql://root@localhost/dbtax_replay?socket=$SOCK" --log "$LOG" \
+"$DBTAX" run --target "mysql://root@localhost/dbtax_replay?socket=$SOCK" --log "$LOG" --replay-user temporary \
   --feature general-log --feature audit --threads 4 --repeats "${REPEATS:-8}" \
   --queries-per-trial "${QUERIES:-40000}" --out "$OUT" ${DBTAX_ARGS:-}
 [ -n "${KEEP:-}" ] && cp -r "$OUT" "$KEEP"

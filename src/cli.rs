@@ -60,7 +60,8 @@ pub enum Command {
   dbtax run --target 'postgres://postgres:pw@127.0.0.1:5432/app' --feature auto-explain -w select-only
   dbtax run --feature slow-log --agents ssh://client1,ssh://client2 --agent-bin copy --target 'mysql://u:pw@db:3306/'
   dbtax run --log slow.log --feature audit --threads 8 --queries-per-trial 50000   your own statements, the same every trial
-  dbtax run --log postgresql.log --pace recorded --feature pgaudit --target 'postgres://postgres@/app?host=/run/postgresql'
+  dbtax run --log postgresql.log --pace recorded --feature pgaudit --replay-user temporary --target 'postgres://postgres@/app?host=/run/postgresql'
+  dbtax run --log slow.log --feature slow-log --replay-user reader --target 'mysql://root:pw@db:3306/'   clients log in as a user of yours that may only read
   dbtax run --log general.log --from 10m --to 20m --sessions 16 --dry-run          what would be replayed
 
 The first variant is the baseline. Overhead = 100 x (1 - qps_variant / qps_baseline),

@@ -39,13 +39,31 @@ pub(super) fn disturbance(
     cells: &[CellTrials],
     ran: &[usize],
     typical: f64,
+    seen: &[f64],
 ) -> Option<(f64, &'static str)> {
-    let limit = exp.max_disturbance?;
+    // A load that stays but wavers (a build: 80-120% of a core) is the machine's too: a
+    // block stands out only beyond the run's own spread as well as beyond the threshold.
+    let limit = exp.max_disturbance?.max(2.5 * spread(seen));
     ran.iter()
         .filter_map(|&c| cells[c].trials.last())
         .flat_map(others_of)
         .filter(|(p, _)| *p > typical + limit)
         .max_by(|a, b| a.0.total_cmp(&b.0))
+}
+
+/// The spread of other processes' CPU over the trials so far, as a standard deviation
+/// estimated robustly (1.4826 × the median absolute deviation): disturbances that come and
+/// go in a minority of the trials move it little, a wavering steady load sets it.
+pub(super) fn spread(seen: &[f64]) -> f64 {
+    let mut v: Vec<f64> = seen.iter().copied().filter(|x| x.is_finite()).collect();
+    if v.len() < 4 {
+        return 0.0;
+    }
+    v.sort_by(|a, b| a.total_cmp(b));
+    let median = v[v.len() / 2];
+    let mut dev: Vec<f64> = v.iter().map(|x| (x - median).abs()).collect();
+    dev.sort_by(|a, b| a.total_cmp(b));
+    1.4826 * dev[dev.len() / 2]
 }
 
 /// The summary with the disturbed blocks' trials and the rule's record added (the cells are
@@ -58,6 +76,24 @@ pub(super) fn with_set_aside(
 ) -> crate::stats::summary::Summary {
     for (cell, trials) in summary.cells.iter_mut().zip(set_aside) {
         cell.disturbed_trials = trials.clone();
+        let compared = exp
+            .variants
+            .iter()
+            .find(|v| v.name == cell.variant)
+            .is_some_and(|v| exp.variants[v.baseline].name != v.name);
+        if compared && cell.overhead.is_none() && !trials.is_empty() {
+            let worst = disturbed
+                .iter()
+                .filter(|d| d.threads == cell.threads)
+                .max_by(|a, b| a.worst_pct.total_cmp(&b.worst_pct));
+            let (pct, host) = worst.map_or((0.0, "server"), |d| (d.worst_pct, d.host.as_str()));
+            cell.no_interval = Some(format!(
+                "{} of {} blocks were disturbed (other processes up to {pct:.0}% of a core on \
+                 the {host}'s host)",
+                trials.len(),
+                trials.len() + cell.trials.len()
+            ));
+        }
     }
     summary.analysis.max_disturbance_pct = exp.max_disturbance;
     summary.analysis.disturbed_blocks = disturbed.to_vec();

@@ -67,6 +67,25 @@ impl<'a> LiveBench<'a> {
         }
     }
 
+    /// The admin connection failed: when the server still answers a new connection, it
+    /// was that connection that was killed (by a session with the privilege to), not the
+    /// server that went away; the words say so. The run stops either way (the run lock went
+    /// with it) and its settings are put back.
+    fn killed_or_lost(&self, e: anyhow::Error) -> anyhow::Error {
+        let lost = e
+            .chain()
+            .any(|c| c.downcast_ref::<crate::error::ServerLost>().is_some());
+        if lost && self.server.admin().is_ok() {
+            return anyhow::anyhow!(
+                "dbtax's admin connection to {} was killed (the server still answers): a \
+                 session with the privilege to end other sessions did it, and the run lock \
+                 went with it, so the run stops ({e:#})",
+                self.server.label()
+            );
+        }
+        e
+    }
+
     fn restart(&mut self, opts: &[String]) -> Result<()> {
         let cmd = match &self.plan.restarter {
             Restarter::Command(cmd) => Some(cmd.as_str()),
@@ -163,7 +182,9 @@ impl Bench for LiveBench<'_> {
             observer.status(&format!("restarting the server with {opts:?}"));
             self.restart(&opts)?;
         }
-        self.switcher.apply(&v.state, &v.plugins)?;
+        if let Err(e) = self.switcher.apply(&v.state, &v.plugins) {
+            return Err(self.killed_or_lost(e));
+        }
         if !v.plugins.is_empty() {
             // A switched plugin's log file is known once it is loaded.
             self.disk.files.refresh(self.server)?;

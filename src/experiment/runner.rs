@@ -248,6 +248,11 @@ pub fn run(
     let mut set_aside: Vec<Vec<Trial>> = vec![vec![]; cells.len()];
     let mut disturbed: Vec<DisturbedBlock> = vec![];
     let mut counted: Vec<u32> = vec![0; keys.len()];
+    // Each point's blocks set aside as disturbed.
+    let mut set_aside_at: Vec<u32> = vec![0; keys.len()];
+    // Set when most blocks were disturbed: the blocks that had been set aside (kept since)
+    // and other processes' CPU in every trial until then.
+    let mut busy: Option<(Vec<DisturbedBlock>, Vec<f64>)> = None;
     // Precision mode: each cell's half-width after its first-stage blocks.
     let mut stage = BTreeMap::new();
     for r in 0u32.. {
@@ -274,22 +279,26 @@ pub fn run(
                     done => elapsed / done as u32,
                 };
                 let out_of_time = elapsed + per_trial * trials as u32 > *budget;
-                let goal: Vec<u32> = need
+                // Out of time, a load point still short of its minimum runs it once (a point
+                // that has it stops), but a block set aside is not run again: re-runs come
+                // out of the budget like every trial.
+                let done: Vec<u32> = need
                     .iter()
                     .map(|(k, _)| *k)
                     .filter(|&k| {
-                        counted[k as usize]
-                            >= exp.planned_blocks_at(load_points[k as usize].threads)
+                        let k = k as usize;
+                        counted[k] + set_aside_at[k]
+                            >= exp.planned_blocks_at(load_points[k].threads)
                     })
                     .collect();
-                if !goal.is_empty() && (out_of_time || r >= MAX_BLOCKS) {
-                    let goal_threads: Vec<u32> = goal
+                if !done.is_empty() && (out_of_time || r >= MAX_BLOCKS) {
+                    let done_threads: Vec<u32> = done
                         .iter()
                         .map(|&k| load_points[k as usize].threads)
                         .collect();
-                    warnings.push(shortfall(&summary.cells, &goal_threads, *points, r));
+                    warnings.push(shortfall(&summary.cells, &done_threads, *points, r));
                     need.into_iter()
-                        .filter(|(k, _)| !goal.contains(k))
+                        .filter(|(k, _)| !done.contains(k))
                         .collect()
                 } else {
                     need
@@ -330,7 +339,8 @@ pub fn run(
                 ran.push(cell);
             }
             let typical = super::disturbed::typical(&seen);
-            match disturbance(exp, &cells, &ran, typical) {
+            let judged = disturbance(exp, &cells, &ran, typical, &seen).filter(|_| busy.is_none());
+            match judged {
                 Some((worst_pct, host)) => {
                     // The whole block, never single trials: which variants ran in a
                     // disturbed moment must not decide which are kept.
@@ -338,6 +348,7 @@ pub fn run(
                         let t = cells[cell].trials.pop().expect("this block's trial");
                         set_aside[cell].push(t);
                     }
+                    set_aside_at[point] += 1;
                     disturbed.push(DisturbedBlock {
                         block: r,
                         threads: points[point].threads,
@@ -354,6 +365,32 @@ pub fn run(
                     ));
                 }
                 None => counted[point] += 1,
+            }
+            // Most blocks set aside: the machine is busy throughout, not now and then. The
+            // run keeps them all (a disturbance that is always there hits every variant
+            // alike), gives its figures and says how busy it was.
+            if busy.is_none()
+                && disturbed.len() >= 3
+                && disturbed.len() > counted.iter().sum::<u32>() as usize
+            {
+                for (cell, trials) in set_aside.iter_mut().enumerate() {
+                    cells[cell].trials.append(trials);
+                    cells[cell].trials.sort_by_key(|t| t.block);
+                }
+                for d in &disturbed {
+                    if let Some(k) = points.iter().enumerate().position(|(k, p)| {
+                        p.threads == d.threads
+                            && rates[k].as_ref().map(|(l, _)| l.as_str()) == d.rate.as_deref()
+                    }) {
+                        counted[k] += 1;
+                    }
+                }
+                let levels: Vec<f64> = seen.clone();
+                busy = Some((std::mem::take(&mut disturbed), levels));
+                observer.status(
+                    "most blocks met other processes' CPU: the machine is busy throughout; \
+                     every block is kept and the figures say so",
+                );
             }
             if !observer.wants_blocks() {
                 continue;
@@ -393,6 +430,25 @@ pub fn run(
             typical: disturbed.iter().map(|d| d.typical_pct).fold(0.0, f64::max),
             hosts,
             short,
+        });
+    }
+    if let Some((kept, _)) = &busy {
+        let mut levels: Vec<f64> = seen.iter().copied().filter(|x| x.is_finite()).collect();
+        levels.sort_by(|a, b| a.total_cmp(b));
+        let at = |q: f64| {
+            levels
+                .get(((levels.len() as f64 - 1.0) * q).round() as usize)
+                .copied()
+                .unwrap_or(0.0)
+        };
+        let mut hosts: Vec<String> = kept.iter().map(|d| d.host.clone()).collect();
+        hosts.sort();
+        hosts.dedup();
+        warnings.push(Warning::BusyThroughout {
+            blocks: kept.len(),
+            median_pct: at(0.5),
+            max_pct: at(1.0),
+            hosts,
         });
     }
     warnings.extend(super::warnings::from_summary(&summary));

@@ -63,6 +63,9 @@ pub struct SimulatedServer {
     /// A steady load of other processes, percent of a core, in every trial (a monitoring
     /// agent; on one machine, the "remote" server itself): it slows nothing here.
     pub background_other: f64,
+    /// How much that steady load wavers: each trial's is drawn uniformly within ± this much
+    /// (a build beside the server: 80-120% of a core).
+    pub background_wobble: f64,
     /// Disturbed trials so far.
     pub disturbed: u32,
     disturbing: bool,
@@ -108,6 +111,7 @@ impl SimulatedServer {
             disturbance: None,
             disturbance_trials: 3.0,
             background_other: 0.0,
+            background_wobble: 0.0,
             disturbed: 0,
             disturbing: false,
             added_latency_ms: vec![0.0; n],
@@ -244,6 +248,10 @@ impl Bench for SimulatedServer {
                 host_other = 30.0 + 70.0 * self.rng.unit();
                 self.disturbed += 1;
             }
+        }
+        // (Drawn only where it wavers: the other scenarios keep their random streams.)
+        if self.background_wobble > 0.0 {
+            host_other += self.background_wobble * (2.0 * self.rng.unit() - 1.0);
         }
         log_qps += (1.0 - Self::of(&self.carry_after, self.previous)).ln();
         log_qps += (1.0 - Self::of(&self.carry_lag2, self.before_previous)).ln();

@@ -82,6 +82,18 @@ pub enum Warning {
         /// Thread counts left with fewer blocks than planned (re-runs ran out).
         short: Vec<u32>,
     },
+    /// Most blocks met other processes' CPU: the machine was busy throughout, every block
+    /// was kept.
+    BusyThroughout {
+        /// Blocks that would have been set aside, kept.
+        blocks: usize,
+        /// Other processes' CPU in the median trial, percent of one core.
+        median_pct: f64,
+        /// The most in one trial.
+        max_pct: f64,
+        /// On which host(s).
+        hosts: Vec<String>,
+    },
     /// Agents' measured windows were apart by more than a tenth of a trial.
     Skewed {
         /// Trials flagged.
@@ -224,6 +236,23 @@ impl fmt::Display for Warning {
                     )?;
                 }
                 Ok(())
+            }
+            Warning::BusyThroughout {
+                blocks,
+                median_pct,
+                max_pct,
+                hosts,
+            } => {
+                let hosts: Vec<String> = hosts.iter().map(|h| format!("the {h}'s host")).collect();
+                write!(
+                    f,
+                    "the machine was busy throughout: other processes used {median_pct:.0}% of \
+                     a core in the median trial (up to {max_pct:.0}%) on {}, so most blocks \
+                     met them; all were kept ({blocks} that would have been set aside \
+                     included), and the figures are this busy machine's: for a quieter \
+                     measurement run when it is idle or pin the server to a core of its own",
+                    hosts.join(" and ")
+                )
             }
             Warning::ClientCpu { share, threads } => write!(
                 f,

@@ -17,9 +17,18 @@ pub fn overhead_text(r: &Results, c: &Cell) -> String {
     }
 }
 
-/// A non-baseline cell without an interval: "too few blocks (2)".
+/// A non-baseline cell without an interval: "too few blocks (2)", or when its blocks
+/// were set aside as disturbed "no interval: 4 of 5 blocks disturbed".
 pub fn too_few(c: &Cell) -> String {
-    format!("too few blocks ({})", c.trials.len())
+    if c.disturbed_trials.is_empty() {
+        format!("too few blocks ({})", c.trials.len())
+    } else {
+        let n = c.disturbed_trials.len();
+        format!(
+            "no interval: {n} of {} blocks disturbed",
+            n + c.trials.len()
+        )
+    }
 }
 
 /// Render the results as a plain-text table.

@@ -67,7 +67,9 @@ pub(super) fn closed_loop_headlines(r: &Results) -> Vec<String> {
             let mut cells: Vec<&Cell> = r
                 .cells
                 .iter()
-                .filter(|c| c.variant == v.name && !c.trials.is_empty())
+                .filter(|c| {
+                    c.variant == v.name && !(c.trials.is_empty() && c.disturbed_trials.is_empty())
+                })
                 .collect();
             cells.sort_by_key(|c| c.threads);
             let top = cells
@@ -81,6 +83,12 @@ pub(super) fn closed_loop_headlines(r: &Results) -> Vec<String> {
             }
             let at = format!("at {} {}", top.threads, plural(top.threads));
             let Some(o) = top.overhead.as_ref() else {
+                if let Some(why) = &top.no_interval {
+                    return Some(capitalize(&format!(
+                        "{who}: no interval {at}: {why}. Run again when the machine is \
+                         quieter, or with a longer budget."
+                    )));
+                }
                 return Some(capitalize(&format!(
                     "{who}: too few blocks {at} for an interval ({}; an interval needs at \
                      least {MIN_BLOCKS}).",

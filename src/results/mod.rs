@@ -284,6 +284,10 @@ pub struct Cell {
     /// Trials of blocks excluded as disturbed (`disturbed_blocks`): kept, in no figure.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub disturbed_trials: Vec<Trial>,
+    /// Why a non-baseline cell has no interval when blocks of it were set aside as
+    /// disturbed ("2 of 5 blocks were disturbed (…)"): never a bare null.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub no_interval: Option<String>,
     /// Median of the trials' qps.
     pub qps_median: f64,
     /// Median of the trials' p95 latency, ms.

@@ -125,6 +125,7 @@ pub fn summarize(cells: &[CellTrials]) -> Summary {
                 duration_s_median: of(|t| t.duration_s),
                 trials: c.trials.clone(),
                 disturbed_trials: vec![],
+                no_interval: None,
                 overhead,
                 server_cpu_delta_us,
                 server_cpu_withheld_trials: c

@@ -252,15 +252,38 @@ pub(crate) fn a_server_elsewhere_is_read_through_its_probe(ctx: &Ctx) {
         (pb - lb).abs() <= 0.1 * lb,
         "log bytes: probe {pb}, local {lb}"
     );
-    let ci = |c: &serde_json::Value| -> (f64, f64) {
+    let ci = |c: &serde_json::Value| -> Option<(f64, f64)> {
         let i = &c["server_cpu_delta_us"]["ci95"];
-        (i[0].as_f64().unwrap(), i[1].as_f64().unwrap())
+        i[0].as_f64().zip(i[1].as_f64())
     };
-    let (pi, li) = (ci(&p), ci(&l));
-    assert!(
-        pi.0 <= li.1 && li.0 <= pi.1,
-        "server CPU added per query: probe {pi:?}, local {li:?}"
-    );
+    // What dbtax promises on a busy machine: two intervals agree; a missing one is owed to
+    // blocks set aside as disturbed, or to fewer than 3 trials with a CPU reading.
+    let owed = |v: &serde_json::Value, c: &serde_json::Value| {
+        let read = c["trials"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|t| t["server_cpu_us_per_query"].is_number())
+            .count();
+        read < 3
+            || v["analysis"]["disturbed_blocks"]
+                .as_array()
+                .is_some_and(|d| !d.is_empty())
+    };
+    match (ci(&p), ci(&l)) {
+        (Some(pi), Some(li)) => assert!(
+            pi.0 <= li.1 && li.0 <= pi.1,
+            "server CPU added per query: probe {pi:?}, local {li:?}"
+        ),
+        (pi, li) => {
+            assert!(
+                pi.is_some() || owed(&v, &p),
+                "no interval through the probe: {p}"
+            );
+            assert!(li.is_some() || owed(&local, &l), "no interval locally: {l}");
+            println!("  server CPU intervals: probe {pi:?}, local {li:?} (a busy machine)");
+        }
+    }
 
     // The disk guard there: a general log on an 8 MB tmpfs of that host stops the run
     // before it fills it, and the settings come back.

@@ -452,3 +452,35 @@ pub fn a_panic_mid_run_restores_the_server_and_says_it_is_a_bug(ctx: &Ctx) {
     ctx.as_found(&originals).unwrap();
     println!("panic mid-run: exit 1, one paragraph, settings as found");
 }
+
+/// The run lock's connection killed mid-run (as a replayed `KILL IS_USED_LOCK('dbtax.run')`
+/// would have): the words say the admin connection was killed, not that the server went
+/// away; the run stops, exit 1, and the settings come back.
+pub fn a_killed_admin_connection_is_said_as_killed(ctx: &Ctx) {
+    let originals = ctx.originals();
+    let out = ctx.work.join("killed-admin");
+    let mut args = common::run_args(&ctx.socket_url("f_killed"), &["slow-log"], "2", "30", &out);
+    args.push("--no-warmup-round".into());
+    let child = ctx.spawn(&args);
+    wait_for("the slow log on", Duration::from_secs(90), || {
+        ctx.var("slow_query_log") == "1"
+    });
+    let id: Option<u64> = ctx
+        .root()
+        .query_first("SELECT IS_USED_LOCK('dbtax.run')")
+        .unwrap();
+    ctx.root()
+        .query_drop(format!(
+            "KILL CONNECTION {}",
+            id.expect("the run holds its lock")
+        ))
+        .unwrap();
+    let o = wait_child(child, Duration::from_secs(90));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(err.contains("admin connection"), "{err}");
+    assert!(err.contains("was killed"), "{err}");
+    assert!(!err.contains("the server went away"), "{err}");
+    ctx.as_found(&originals).unwrap();
+    println!("killed admin connection: said as killed, exit 1, settings as found");
+}

@@ -220,11 +220,20 @@ pub fn a_copy_that_carries_the_stamp_is_not_taken_for_its_server(ctx: &Ctx) {
         "1",
         "copy",
     );
+    // The stamp is in the schema of the first run that changed anything on this server.
+    let schema: Option<String> = ctx
+        .root()
+        .query_first(
+            "SELECT TABLE_SCHEMA FROM information_schema.TABLES \
+             WHERE TABLE_NAME = 'dbtax_identity' LIMIT 1",
+        )
+        .unwrap();
+    let schema = schema.expect("the run stamped the server");
     let id: Option<String> = ctx
         .root()
-        .query_first("SELECT id FROM f_copy.dbtax_identity")
+        .query_first(format!("SELECT id FROM `{schema}`.dbtax_identity"))
         .unwrap();
-    let id = id.expect("the run stamped the server");
+    let id = id.expect("a stamp");
     let port = common::free_port();
     let copy = ManagedServer::start(&ManagedConfig {
         port: Some(port),
@@ -234,14 +243,12 @@ pub fn a_copy_that_carries_the_stamp_is_not_taken_for_its_server(ctx: &Ctx) {
     .expect("a second MariaDB");
     let mut c = common::root(&copy.socket());
     c.query_drop(format!(
-        "CREATE DATABASE f_copy; CREATE TABLE f_copy.dbtax_identity (id VARCHAR(64) NOT NULL \
-         PRIMARY KEY); INSERT INTO f_copy.dbtax_identity VALUES ('{id}')"
+        "CREATE DATABASE IF NOT EXISTS `{schema}`; CREATE TABLE `{schema}`.dbtax_identity \
+         (id VARCHAR(64) NOT NULL PRIMARY KEY); INSERT INTO `{schema}`.dbtax_identity \
+         VALUES ('{id}')"
     ))
     .unwrap();
-    let copy_url = format!(
-        "mysql://root@localhost/f_copy?socket={}",
-        copy.socket().display()
-    );
+    let copy_url = format!("mysql://root@localhost/?socket={}", copy.socket().display());
     let r = ctx.run(&["restore".into(), "--target".into(), copy_url]);
     assert_eq!(r.status.code(), Some(2), "{}", text(&r));
     let err = String::from_utf8_lossy(&r.stderr);

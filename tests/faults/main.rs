@@ -525,6 +525,7 @@ fn main() {
         breaks::ctrl_c_on_a_frozen_server_ends_in_bounded_time,
         breaks::a_full_state_directory_names_the_journal,
         breaks::a_panic_mid_run_restores_the_server_and_says_it_is_a_bug,
+        breaks::a_killed_admin_connection_is_said_as_killed,
         identity::a_journal_is_never_applied_to_another_server,
         identity::a_copy_that_carries_the_stamp_is_not_taken_for_its_server,
         identity::a_stale_local_journal_is_retired_not_applied_again,
