@@ -39,31 +39,13 @@ pub(super) fn disturbance(
     cells: &[CellTrials],
     ran: &[usize],
     typical: f64,
-    seen: &[f64],
 ) -> Option<(f64, &'static str)> {
-    // A load that stays but wavers (a build: 80-120% of a core) is the machine's too: a
-    // block stands out only beyond the run's own spread as well as beyond the threshold.
-    let limit = exp.max_disturbance?.max(2.5 * spread(seen));
+    let limit = exp.max_disturbance?;
     ran.iter()
         .filter_map(|&c| cells[c].trials.last())
         .flat_map(others_of)
         .filter(|(p, _)| *p > typical + limit)
         .max_by(|a, b| a.0.total_cmp(&b.0))
-}
-
-/// The spread of other processes' CPU over the trials so far, as a standard deviation
-/// estimated robustly (1.4826 × the median absolute deviation): disturbances that come and
-/// go in a minority of the trials move it little, a wavering steady load sets it.
-pub(super) fn spread(seen: &[f64]) -> f64 {
-    let mut v: Vec<f64> = seen.iter().copied().filter(|x| x.is_finite()).collect();
-    if v.len() < 4 {
-        return 0.0;
-    }
-    v.sort_by(|a, b| a.total_cmp(b));
-    let median = v[v.len() / 2];
-    let mut dev: Vec<f64> = v.iter().map(|x| (x - median).abs()).collect();
-    dev.sort_by(|a, b| a.total_cmp(b));
-    1.4826 * dev[dev.len() / 2]
 }
 
 /// The summary with the disturbed blocks' trials and the rule's record added (the cells are

@@ -250,9 +250,6 @@ pub fn run(
     let mut counted: Vec<u32> = vec![0; keys.len()];
     // Each point's blocks set aside as disturbed.
     let mut set_aside_at: Vec<u32> = vec![0; keys.len()];
-    // Set when most blocks were disturbed: the blocks that had been set aside (kept since)
-    // and other processes' CPU in every trial until then.
-    let mut busy: Option<(Vec<DisturbedBlock>, Vec<f64>)> = None;
     // Precision mode: each cell's half-width after its first-stage blocks.
     let mut stage = BTreeMap::new();
     for r in 0u32.. {
@@ -339,8 +336,7 @@ pub fn run(
                 ran.push(cell);
             }
             let typical = super::disturbed::typical(&seen);
-            let judged = disturbance(exp, &cells, &ran, typical, &seen).filter(|_| busy.is_none());
-            match judged {
+            match disturbance(exp, &cells, &ran, typical) {
                 Some((worst_pct, host)) => {
                     // The whole block, never single trials: which variants ran in a
                     // disturbed moment must not decide which are kept.
@@ -366,32 +362,6 @@ pub fn run(
                 }
                 None => counted[point] += 1,
             }
-            // Most blocks set aside: the machine is busy throughout, not now and then. The
-            // run keeps them all (a disturbance that is always there hits every variant
-            // alike), gives its figures and says how busy it was.
-            if busy.is_none()
-                && disturbed.len() >= 3
-                && disturbed.len() > counted.iter().sum::<u32>() as usize
-            {
-                for (cell, trials) in set_aside.iter_mut().enumerate() {
-                    cells[cell].trials.append(trials);
-                    cells[cell].trials.sort_by_key(|t| t.block);
-                }
-                for d in &disturbed {
-                    if let Some(k) = points.iter().enumerate().position(|(k, p)| {
-                        p.threads == d.threads
-                            && rates[k].as_ref().map(|(l, _)| l.as_str()) == d.rate.as_deref()
-                    }) {
-                        counted[k] += 1;
-                    }
-                }
-                let levels: Vec<f64> = seen.clone();
-                busy = Some((std::mem::take(&mut disturbed), levels));
-                observer.status(
-                    "most blocks met other processes' CPU: the machine is busy throughout; \
-                     every block is kept and the figures say so",
-                );
-            }
             if !observer.wants_blocks() {
                 continue;
             }
@@ -409,6 +379,25 @@ pub fn run(
             // The stop rule reads the cells once a round.
             summary = summarize(&cells);
         }
+    }
+    // Re-runs over and points still short, with most blocks set aside: the machine was busy
+    // throughout, not now and then. The run keeps every block (a disturbance that is always
+    // there hits every variant alike), gives its figures and says how busy it was.
+    let short_points = (0..keys.len()).any(|k| {
+        counted[k]
+            < match exp.stop {
+                StopRule::Repeats(n) => n,
+                StopRule::Precision { .. } => exp.planned_blocks_at(points[k].threads),
+            }
+    });
+    let kept_blocks = counted.iter().sum::<u32>() as usize;
+    let mut busy: Option<Vec<DisturbedBlock>> = None;
+    if short_points && disturbed.len() > kept_blocks {
+        for (cell, trials) in set_aside.iter_mut().enumerate() {
+            cells[cell].trials.append(trials);
+            cells[cell].trials.sort_by_key(|t| t.block);
+        }
+        busy = Some(std::mem::take(&mut disturbed));
     }
     summary = with_set_aside(summarize(&cells), &set_aside, &disturbed, exp);
     if let (false, Some(limit)) = (disturbed.is_empty(), exp.max_disturbance) {
@@ -432,7 +421,7 @@ pub fn run(
             short,
         });
     }
-    if let Some((kept, _)) = &busy {
+    if let Some(kept) = &busy {
         let mut levels: Vec<f64> = seen.iter().copied().filter(|x| x.is_finite()).collect();
         levels.sort_by(|a, b| a.total_cmp(b));
         let at = |q: f64| {

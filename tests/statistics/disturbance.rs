@@ -103,7 +103,27 @@ fn disturbed_blocks_are_excluded_whole_and_run_again() {
     );
     let mut re_run = 0;
     let (mut hidden, mut kept) = (0, 0);
-    for r in &excluded {
+    // A run whose re-runs ran out with fewer blocks than planned and most of them disturbed
+    // keeps them all and says the machine was busy throughout: one run in twenty here (it
+    // used to end short), not counted as hidden.
+    let said_busy = |r: &Run| {
+        r.out.warnings.iter().any(|w| {
+            matches!(
+                w,
+                dbtax::experiment::warnings::Warning::BusyThroughout { .. }
+            )
+        })
+    };
+    let busy = excluded.iter().filter(|r| said_busy(r)).count();
+    eprintln!(
+        "{busy} of {} runs said the machine was busy throughout",
+        excluded.len()
+    );
+    assert!(
+        busy * 10 < excluded.len(),
+        "{busy} runs said busy throughout"
+    );
+    for r in excluded.iter().filter(|r| !said_busy(r)) {
         let (off, on) = (cell(r, "v0", 8), cell(r, "v1", 8));
         let excluded_blocks: Vec<u32> = r
             .out
@@ -155,10 +175,10 @@ fn disturbed_blocks_are_excluded_whole_and_run_again() {
 }
 
 /// A neighbour that never leaves (a build beside the server: other processes at 80-120% of
-/// a core in every trial, no episodes) is the machine's, not a disturbance: judged against
-/// the run's own spread as well as the threshold, almost no block is set aside and every
-/// run ends with its planned blocks. Judged against the lower quartile plus 10 points alone,
-/// three blocks in four were set aside (each has a trial over 100%).
+/// a core in every trial, no episodes): blocks that stand out are set aside and run again
+/// while the run allows; a run whose blocks were mostly set aside keeps them all and says
+/// the machine was busy throughout. Every run ends with its figure (before, such a run could
+/// end with no block counted and no report).
 #[test]
 fn a_neighbour_that_never_leaves_is_not_a_disturbance() {
     let runs = simulate(
@@ -178,15 +198,23 @@ fn a_neighbour_that_never_leaves_is_not_a_disturbance() {
         .iter()
         .map(|r| r.out.analysis.disturbed_blocks.len())
         .sum();
-    let blocks = runs.len() * 8;
+    let busy = runs
+        .iter()
+        .filter(|r| {
+            r.out.warnings.iter().any(|w| {
+                matches!(
+                    w,
+                    dbtax::experiment::warnings::Warning::BusyThroughout { .. }
+                )
+            })
+        })
+        .count();
     eprintln!(
-        "a steady 80-120% of a core: {set_aside} blocks set aside over {} runs of 8",
+        "a steady 80-120% of a core: {set_aside} blocks set aside and run again over {} runs \
+         of 8; {busy} runs said busy throughout (their blocks all kept)",
         runs.len()
     );
-    assert!(
-        set_aside * 20 < blocks,
-        "{set_aside} of {blocks} blocks set aside"
-    );
+    // Every run gives its figure: 8 blocks, quiet ones or all of them.
     let full = runs
         .iter()
         .filter(|r| {
@@ -197,4 +225,5 @@ fn a_neighbour_that_never_leaves_is_not_a_disturbance() {
         })
         .count();
     assert_eq!(full, runs.len());
+    assert!(busy > 0, "no run was said busy: the scenario tests nothing");
 }
