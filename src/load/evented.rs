@@ -302,8 +302,34 @@ impl Thread<'_> {
             .expect("lean")
             .protocol
             .expect(Request::Run);
-        if let Err(e) = self.flush(key, slot) {
-            self.fail(key, slot, e);
+        match self.flush(key, slot) {
+            Ok(()) => {}
+            // Closed while idle, noticed only now (a busy machine wakes the loop late): not
+            // a byte of this event reached the server, so nothing failed. Connect again and
+            // send the event there.
+            Err(e)
+                if e.lost() && slot.current == 0 && slot.written == 0 && slot.failure.is_none() =>
+            {
+                self.detach(key, slot);
+                self.reconnect(key, slot, &format!("connection lost: {}", e.message));
+                if slot.done {
+                    return;
+                }
+                let Some(n) = slot.client.plan(&mut slot.rng, &mut slot.requests) else {
+                    self.end(slot, "a client could not plan its event".into());
+                    return;
+                };
+                slot.statements = n;
+                slot.client
+                    .conn()
+                    .expect("lean")
+                    .protocol
+                    .expect(Request::Run);
+                if let Err(e) = self.flush(key, slot) {
+                    self.fail(key, slot, e);
+                }
+            }
+            Err(e) => self.fail(key, slot, e),
         }
     }
 

@@ -261,14 +261,21 @@ fn two_ssh_agents_measure_the_slow_log_and_settings_come_back(ctx: &Ctx) {
     check_trials_are_their_agents_sums(&v, 2);
     // Other processes' CPU is read on the agents' host and the server's (both this machine):
     // the agents, the coordinator and the server, on this kernel, leave each other out. Two
-    // agents loading at full speed on two cores would count most of a core of each other.
-    for c in v["cells"].as_array().unwrap() {
-        for t in c["trials"].as_array().unwrap() {
-            for k in ["host_other_cpu_pct", "client_host_other_cpu_pct"] {
-                let pct = t[k].as_f64().unwrap_or_else(|| panic!("{k}: {t}"));
-                assert!(pct < 40.0, "{k} counted dbtax's own processes: {t}");
-            }
-        }
+    // agents loading at full speed on two cores would count most of a core of each other,
+    // in every trial; a neighbour (the suite's busy mode) comes and goes, so the quietest
+    // trial shows which it is.
+    for k in ["host_other_cpu_pct", "client_host_other_cpu_pct"] {
+        let quietest = v["cells"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|c| c["trials"].as_array().unwrap())
+            .map(|t| t[k].as_f64().unwrap_or_else(|| panic!("{k}: {t}")))
+            .fold(f64::INFINITY, f64::min);
+        assert!(
+            quietest < 40.0,
+            "{k} counted dbtax's own processes: {quietest}% at the least"
+        );
     }
     let slow_cell = v["cells"]
         .as_array()
@@ -277,7 +284,11 @@ fn two_ssh_agents_measure_the_slow_log_and_settings_come_back(ctx: &Ctx) {
         .find(|c| c["variant"] == "slow-log" && c["threads"] == 4)
         .unwrap();
     assert!(slow_cell["log_bytes_per_query_median"].as_f64().unwrap() > 50.0);
-    assert!(slow_cell["overhead"]["ci95_pct"].is_array(), "{slow_cell}");
+    // An interval, or (a block set aside on a busy machine) the words that say why not.
+    assert!(
+        slow_cell["overhead"]["ci95_pct"].is_array() || slow_cell["no_interval"].is_string(),
+        "{slow_cell}"
+    );
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(out.contains("Load from 2 agents"), "{out}");
     let html = std::fs::read_to_string(ctx.work.join("two/report.html")).unwrap();

@@ -266,3 +266,24 @@ pub fn assert_recorded_pace(v: &serde_json::Value, speed: f64) {
         }
     }
 }
+
+/// The replay's locks tests: a reading login made on `server` as a run makes its temporary
+/// one (its account as the server names it, and the login to dial with).
+pub fn test_reader(server: &dbtax::server::Server) -> (String, dbtax::server::Login) {
+    let mut admin = server.admin().unwrap();
+    let user = "dbtax_replay_locks";
+    let spec = admin.reader_spec(user).unwrap();
+    admin.create_reader(&spec, "pw-of-the-test").unwrap();
+    let login = dbtax::server::Login {
+        user: user.into(),
+        password: "pw-of-the-test".into(),
+    };
+    (spec, login)
+}
+
+/// How many statements a replay's classifier skipped (results.json's counts by reason).
+pub fn skipped_by_classifier(v: &serde_json::Value) -> u64 {
+    v["workload"]["replay"]["read"]["skipped"]
+        .as_object()
+        .map_or(0, |m| m.values().filter_map(|n| n.as_u64()).sum())
+}

@@ -61,6 +61,15 @@ pub(crate) fn a_cpu_hog_marks_its_blocks_disturbed_and_they_are_run_again(ctx: &
         .as_array()
         .cloned()
         .unwrap_or_default();
+    // On a machine busy already (the suite's neighbour), a run whose blocks were mostly
+    // disturbed keeps them all and says so: that is its promise then.
+    if v["warnings"].to_string().contains("busy throughout") {
+        for c in v["cells"].as_array().unwrap() {
+            assert!(c["trials"].as_array().unwrap().len() >= 6, "{c}");
+        }
+        println!("  the machine was busy throughout: every block kept, and said");
+        return;
+    }
     assert!(!disturbed.is_empty(), "no block seen as disturbed: {v}");
     assert_eq!(v["max_disturbance_pct"], 10.0);
     let blocks: Vec<u64> = disturbed

@@ -7,8 +7,8 @@
 //! refuse each of them on their own.
 
 use super::*;
+use dbtax::server::Server;
 use dbtax::server::url::TargetSpec;
-use dbtax::server::{Login, Server};
 
 const DB: &str = "t_locks";
 
@@ -118,12 +118,7 @@ pub(crate) fn a_replay_of_harmful_statements_changes_nothing(ctx: &Ctx) {
     assert_eq!(state(ctx, &file), before, "{}", text(&o));
     let v = validate_results(&out.join("results.json"));
     let read = &v["workload"]["replay"]["read"];
-    let skipped: u64 = read["skipped"]
-        .as_object()
-        .unwrap()
-        .values()
-        .map(|n| n.as_u64().unwrap())
-        .sum();
+    let skipped = common::skipped_by_classifier(&v);
     assert_eq!(skipped, harmful(&file).len() as u64, "{read}");
     assert_eq!(
         read["statements"],
@@ -152,13 +147,7 @@ pub(crate) fn the_session_and_the_login_refuse_what_the_classifier_would_miss(ct
     let file = ctx.work.join("locks-outfile-2.txt");
     let before = state(ctx, &file);
     let server = Server::open_for_clients(&TargetSpec::parse(&ctx.url(DB)).unwrap(), DB).unwrap();
-    let mut admin = server.admin().unwrap();
-    let spec = admin.reader_spec("dbtax_replay_locks").unwrap();
-    admin.create_reader(&spec, "pw-of-the-test").unwrap();
-    let reader = Login {
-        user: "dbtax_replay_locks".into(),
-        password: "pw-of-the-test".into(),
-    };
+    let (spec, reader) = common::test_reader(&server);
     let changing: Vec<String> = harmful(&file)
         .into_iter()
         .filter(|s| !s.contains("SLEEP") && !s.starts_with("SET SESSION TRANSACTION"))
@@ -199,7 +188,7 @@ pub(crate) fn the_session_and_the_login_refuse_what_the_classifier_would_miss(ct
         .unwrap();
     assert_eq!(held, Some(1), "the run lock's connection was killed");
     drop(run_lock);
-    admin.drop_reader(&spec).unwrap();
+    server.admin().unwrap().drop_reader(&spec).unwrap();
     assert_eq!(
         ctx.count("SELECT COUNT(*) FROM mysql.user WHERE User LIKE 'dbtax_replay%'"),
         0

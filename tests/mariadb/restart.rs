@@ -63,7 +63,8 @@ feature = "binlog"
     };
     // Every binlog trial ran on a server restarted with --log-bin, every "off" trial without.
     let (on, off) = (written("binlog"), written("off"));
-    assert_eq!((on.len(), off.len()), (2, 2));
+    // Two blocks, or more where one was set aside as disturbed and run again.
+    assert!(on.len() >= 2 && on.len() == off.len(), "{on:?} {off:?}");
     assert!(on.iter().all(|b| *b > 50.0), "{}", cell(&v, "binlog", 2));
     assert!(off.iter().all(|b| *b == 0.0), "{}", cell(&v, "off", 2));
     assert_eq!(v["variants"][1]["server_opts"][0], "log-bin=binlog");

@@ -36,13 +36,21 @@ pub(crate) fn run_measures_and_restores_every_setting(ctx: &Ctx) {
         "{stdout}"
     );
     // Without a terminal, progress is one plain line per block: 3 rounds × 2 thread counts,
-    // after a warm-up round of 6 trials that are not counted.
+    // after a warm-up round of 6 trials that are not counted, and one more per block set
+    // aside as disturbed (a busy machine: it is run again).
     let stderr = String::from_utf8_lossy(&o.stderr);
-    let blocks: Vec<&str> = stderr.lines().filter(|l| l.contains(" trials] ")).collect();
-    assert_eq!(blocks.len(), 6, "{stderr}");
-    assert!(blocks[5].starts_with("[24/24 trials]"), "{stderr}");
-    assert!(stderr.contains("warm-up round"), "{stderr}");
     let v = validate_results(&out.join("results.json"));
+    let disturbed = v["analysis"]["disturbed_blocks"]
+        .as_array()
+        .map_or(0, |d| d.len());
+    let blocks: Vec<&str> = stderr.lines().filter(|l| l.contains(" trials] ")).collect();
+    assert_eq!(blocks.len(), 6 + disturbed, "{stderr}");
+    let trials = 6 + 3 * (6 + disturbed);
+    assert!(
+        blocks[blocks.len() - 1].starts_with(&format!("[{trials}/{trials} trials]")),
+        "{stderr}"
+    );
+    assert!(stderr.contains("warm-up round"), "{stderr}");
     assert_eq!(v["complete"], true);
     assert_eq!(v["cells"].as_array().unwrap().len(), 6);
     assert!(v["seed"].as_u64().is_some(), "the seed replays the order");
@@ -54,7 +62,14 @@ pub(crate) fn run_measures_and_restores_every_setting(ctx: &Ctx) {
             .iter()
             .map(|t| t["block"].as_u64().unwrap())
             .collect();
-        assert_eq!(blocks, [0, 1, 2], "{c}");
+        // Three blocks in order, or (blocks set aside and run again) later ones too.
+        assert!(
+            blocks.len() >= 3 && blocks.windows(2).all(|w| w[0] < w[1]),
+            "{c}"
+        );
+        if disturbed == 0 {
+            assert_eq!(blocks, [0, 1, 2], "{c}");
+        }
         for t in c["trials"].as_array().unwrap() {
             assert!(t["position"].as_u64().unwrap() < 3, "{t}");
             assert!(t["started_at"].as_str().unwrap().ends_with('Z'), "{t}");
@@ -73,7 +88,7 @@ pub(crate) fn run_measures_and_restores_every_setting(ctx: &Ctx) {
         );
         for feature in ["general-log", "slow-log"] {
             let c = cell(&v, feature, t);
-            assert_eq!(c["trials"].as_array().unwrap().len(), 3);
+            assert!(c["trials"].as_array().unwrap().len() >= 3, "{c}");
             assert!(c["overhead"]["ci95_pct"].is_array(), "{c}");
             // Each query writes a line of log: tens of bytes at least.
             assert!(

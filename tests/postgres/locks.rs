@@ -7,8 +7,8 @@
 //! and, with the classifier out of the way, the session and the login refuse each of them.
 
 use super::*;
+use dbtax::server::Server;
 use dbtax::server::url::TargetSpec;
-use dbtax::server::{Login, Server};
 
 const DB: &str = "t_pglocks";
 
@@ -142,12 +142,7 @@ pub(crate) fn a_replay_of_harmful_statements_changes_nothing(ctx: &Ctx) {
     assert_eq!(state(ctx, &file), before, "{}", text(&o));
     let v = validate_results(&out.join("results.json"));
     let read = &v["workload"]["replay"]["read"];
-    let skipped: u64 = read["skipped"]
-        .as_object()
-        .unwrap()
-        .values()
-        .map(|n| n.as_u64().unwrap())
-        .sum();
+    let skipped = common::skipped_by_classifier(&v);
     assert_eq!(skipped, harmful(&file).len() as u64, "{read}");
     let readers: i64 = ctx
         .sql("postgres")
@@ -170,13 +165,7 @@ pub(crate) fn the_session_and_the_login_refuse_what_the_classifier_would_miss(ct
     let file = ctx.work.join("pwned-by-session");
     let before = state(ctx, &file);
     let server = Server::open_for_clients(&TargetSpec::parse(&ctx.url(DB)).unwrap(), DB).unwrap();
-    let mut admin = server.admin().unwrap();
-    let spec = admin.reader_spec("dbtax_replay_locks").unwrap();
-    admin.create_reader(&spec, "pw-of-the-test").unwrap();
-    let reader = Login {
-        user: "dbtax_replay_locks".into(),
-        password: "pw-of-the-test".into(),
-    };
+    let (spec, reader) = common::test_reader(&server);
     // A backend the reader would like to end (as dbtax's admin connection is).
     let mut bystander = ctx.sql(DB);
     let mut refused = 0;
@@ -230,7 +219,7 @@ pub(crate) fn the_session_and_the_login_refuse_what_the_classifier_would_miss(ct
     }
     let alive: i32 = bystander.query_one("SELECT 1", &[]).unwrap().get(0);
     assert_eq!(alive, 1, "a backend was terminated");
-    admin.drop_reader(&spec).unwrap();
+    server.admin().unwrap().drop_reader(&spec).unwrap();
     println!(
         "locks without the classifier: {refused} statements refused by the server, state as found"
     );

@@ -499,7 +499,11 @@ fn another_clients_statements_withhold_the_server_cpu(ctx: &Ctx) {
     let warned = v["warnings"].to_string();
     assert!(warned.contains("session(s) of other clients"), "{warned}");
     for c in v["cells"].as_array().unwrap() {
-        assert_eq!(c["server_cpu_withheld_trials"], 3, "{c}");
+        // Every trial withheld: three, or more where blocks were set aside and kept after
+        // all (a machine busy throughout).
+        let trials = c["trials"].as_array().unwrap().len();
+        assert!(trials >= 3, "{c}");
+        assert_eq!(c["server_cpu_withheld_trials"], trials, "{c}");
         for t in c["trials"].as_array().unwrap() {
             assert!(t["other_sessions"].as_u64().unwrap() >= 1, "{t}");
             assert!(t["server_cpu_us_per_query"].is_null(), "{t}");

@@ -252,18 +252,18 @@ fn a_log_that_is_no_regular_file_is_refused_without_being_opened() {
     }
 }
 
+/// The statements left out as longer than the bound.
+fn too_long(s: &Slice) -> Option<&u64> {
+    s.stats.skipped.get(super::reason::TOO_LONG)
+}
+
 #[test]
 fn a_line_longer_than_the_bound_is_skipped_in_bounded_memory() {
     let long = format!("SELECT '{}'", "x".repeat(MAX_STATEMENT + 10));
     let text = GENERAL.replace("SELECT * FROM t WHERE id = 3", &long);
     let (_d, p) = write("long.log", &text);
     let s = load(&ReplaySpec::of(&p), None).unwrap();
-    assert_eq!(
-        s.stats.skipped.get(super::reason::TOO_LONG),
-        Some(&1),
-        "{:?}",
-        s.stats
-    );
+    assert_eq!(too_long(&s), Some(&1), "{:?}", s.stats);
     assert_eq!(s.stmts.len(), 5);
     assert!(s.stmts.iter().all(|x| x.sql.len() < 100));
     // A statement continued over many lines stops growing past the bound too.
@@ -275,10 +275,5 @@ fn a_line_longer_than_the_bound_is_skipped_in_bounded_memory() {
     let text = GENERAL.replace("\t\t    5 Query\tSELECT * FROM t WHERE id = 3", &many);
     let (_d2, p) = write("many.log", &text);
     let s = load(&ReplaySpec::of(&p), None).unwrap();
-    assert_eq!(
-        s.stats.skipped.get(super::reason::TOO_LONG),
-        Some(&1),
-        "{:?}",
-        s.stats
-    );
+    assert_eq!(too_long(&s), Some(&1), "{:?}", s.stats);
 }
