@@ -113,30 +113,7 @@ pub(crate) fn a_replay_of_harmful_statements_changes_nothing(ctx: &Ctx) {
     write_log(&log, &file);
     let before = state(ctx, &file);
     let out = ctx.work.join("pg-locks-replay");
-    let args: Vec<String> = [
-        "run",
-        "--target",
-        &ctx.url(DB),
-        "--feature",
-        "log-statement",
-        "--threads",
-        "2",
-        "--repeats",
-        "3",
-        "--trial",
-        "0.6s",
-        "--warmup",
-        "0.2s",
-        "--no-warmup-round",
-        "--log",
-        &log.display().to_string(),
-        "--replay-user",
-        "temporary",
-        "--out",
-        &out.display().to_string(),
-    ]
-    .map(String::from)
-    .to_vec();
+    let args = super::replay::replay_args(ctx, DB, &log, "pg-locks-replay", &[]);
     let o = ctx.run(&args);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert_eq!(state(ctx, &file), before, "{}", text(&o));

@@ -104,7 +104,13 @@ fn capture(ctx: &Ctx, db: &str) -> (PathBuf, PathBuf, u64) {
     (out, out_csv, updates.into_inner())
 }
 
-fn replay_args(ctx: &Ctx, db: &str, log: &Path, out: &str, extra: &[&str]) -> Vec<String> {
+pub(crate) fn replay_args(
+    ctx: &Ctx,
+    db: &str,
+    log: &Path,
+    out: &str,
+    extra: &[&str],
+) -> Vec<String> {
     let mut a: Vec<String> = [
         "run",
         "--target",

@@ -5,6 +5,7 @@
 //! script a client runs over its share of the recorded sessions (`script`); and statements'
 //! fingerprints (`fingerprint`), by which the costs are told per statement.
 
+mod calls;
 pub mod classify;
 pub mod csvlog;
 pub mod fingerprint;
