@@ -287,3 +287,30 @@ pub fn skipped_by_classifier(v: &serde_json::Value) -> u64 {
         .as_object()
         .map_or(0, |m| m.values().filter_map(|n| n.as_u64()).sum())
 }
+
+/// How many blocks a run with `repeats` blocks per load point ran, read back from its words:
+/// each point runs rounds until `repeats` of them are kept, and a disturbed block is run
+/// again for at most as many more rounds as were planned (`2 × repeats` in all). The count a
+/// busy machine cannot make lie: it follows whatever the neighbour did to this run.
+pub fn block_runs_from_words(stderr: &str, threads: &[u32], repeats: u32) -> usize {
+    threads
+        .iter()
+        .map(|t| {
+            let marker = format!(" at {t} threads set aside: ");
+            let set_aside: Vec<u32> = stderr
+                .lines()
+                .filter(|l| l.contains(&marker))
+                .filter_map(|l| l.strip_prefix("block ")?.split(' ').next()?.parse().ok())
+                .collect();
+            let mut kept = 0;
+            let mut ran = 0;
+            while kept < repeats && ran < 2 * repeats {
+                ran += 1;
+                if !set_aside.contains(&ran) {
+                    kept += 1;
+                }
+            }
+            ran as usize
+        })
+        .sum()
+}
