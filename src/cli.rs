@@ -384,6 +384,11 @@ pub struct RunArgs {
     /// query and the disk guard, as for a local server
     #[arg(long, value_name = "ssh://[user@]host[:port]")]
     pub server_host: Option<String>,
+    /// How long the probe on --server-host may stay silent before the run stops (its
+    /// results kept, its settings put back, a log feature switched off first); a reading
+    /// later than 15 s costs only its trial, which is run again
+    #[arg(long, value_name = "TIME", default_value = "60s", value_parser = crate::units::duration)]
+    pub probe_silence: std::time::Duration,
     /// Output directory (default ./dbtax-results/<timestamp>-<name>/).
     #[arg(long, short = 'o')]
     pub out: Option<PathBuf>,

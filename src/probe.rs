@@ -72,10 +72,29 @@ pub struct Reading {
     pub space: Vec<Option<(u64, u64)>>,
     /// Every other task's CPU so far.
     pub others: Option<OthersCpu>,
+    /// When it was read, on the reading host's monotonic clock (ns; 0: not told): a
+    /// trial's CPU and log growth are rates over the probe's own interval, not over the
+    /// round trips' (a slow link's delays differ from one reading to the next).
+    #[serde(default)]
+    pub mono_ns: u64,
+}
+
+/// This host's monotonic clock, ns (CLOCK_MONOTONIC: never set back, not the wall clock).
+pub fn mono_ns() -> u64 {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid pointer to a timespec on the stack.
+    if unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut t) } != 0 {
+        return 0;
+    }
+    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
 }
 
 /// Read what `ask` asks, here.
 pub fn read(ask: &Ask) -> Reading {
+    let mono_ns = mono_ns();
     let server_cpu = ask.pid.and_then(|pid| {
         if ask.tree {
             crate::host::process_tree_cpu(pid)
@@ -116,6 +135,7 @@ pub fn read(ask: &Ask) -> Reading {
         sizes,
         space,
         others,
+        mono_ns,
     }
 }
 
@@ -255,10 +275,40 @@ fn tcp_listeners(port: u16) -> Vec<u64> {
         .collect()
 }
 
+/// A reading of the server's host that did not come in time (a slow link, a busy host): it
+/// costs the trial it was for (the block is set aside and run again), not the run, while
+/// the probe has been silent for less than its bound (`--probe-silence`).
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "the probe on the server's host {host} did not answer a reading within {waited_s} s \
+     (silent for {silent_s} s; the run stops after {bound_s} s)"
+)]
+pub struct LateReading {
+    /// The probe's host, in words.
+    pub host: String,
+    /// How long this reading was waited for, s.
+    pub waited_s: u64,
+    /// How long the probe has been silent, s.
+    pub silent_s: u64,
+    /// Its bound, s.
+    pub bound_s: u64,
+}
+
+/// Whether `e` is (or was caused by) a late reading.
+pub fn is_late(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| c.downcast_ref::<LateReading>().is_some())
+}
+
 /// Where readings come from: this process, or the probe on the server's host.
 pub trait Reader: Send + Sync {
-    /// One reading; Err when the probe is gone (its words name the host).
+    /// One reading; Err when the probe is gone (its words name the host), or a
+    /// `LateReading` when it did not answer in time.
     fn read(&self, ask: &Ask) -> anyhow::Result<Reading>;
+    /// Wait until the probe answers again (Ok), or until it has been silent past its bound
+    /// (Err: it is taken for gone, and the run stops). Here: at once.
+    fn answering(&self) -> anyhow::Result<()> {
+        Ok(())
+    }
     /// The server's host as results.json records it, when it is another machine.
     fn server_host(&self) -> Option<crate::results::ServerHost> {
         None

@@ -169,6 +169,9 @@ pub(super) fn spawn(
     let stdout = child.stdout.take().expect("piped");
     let stderr = child.stderr.take().expect("piped");
     let counted = traffic.clone();
+    let floor = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let dropped = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let (floor_r, dropped_r) = (floor.clone(), dropped.clone());
     std::thread::spawn(move || {
         let mut reader = BufReader::new(stdout);
         let mut line = String::new();
@@ -180,7 +183,13 @@ pub(super) fn spawn(
                     return;
                 }
                 Ok(n) => match counted.parse(n, &line) {
-                    Ok(r) => {
+                    // An answer to a request its asker gave up on: late, dropped.
+                    Ok((re, _))
+                        if re != 0 && re <= floor_r.load(std::sync::atomic::Ordering::SeqCst) =>
+                    {
+                        dropped_r.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    }
+                    Ok((_, r)) => {
                         if tx.send((index, Event::Reply(r))).is_err() {
                             return;
                         }
@@ -226,6 +235,9 @@ pub(super) fn spawn(
         stderr: tail,
         traffic,
         gone: None,
+        next_id: 0,
+        floor,
+        dropped,
     })
 }
 

@@ -41,6 +41,13 @@ pub struct Agent {
     pub(super) traffic: Arc<Traffic>,
     /// Set once it is gone: why.
     pub(super) gone: Option<String>,
+    /// The id the next request is sent with (every answer names the request it answers).
+    pub(super) next_id: u64,
+    /// Answers to requests up to this id are dropped as they come in: their asker gave up on
+    /// them (a late answer is never taken for another request's). Shared with its reader.
+    pub(super) floor: Arc<std::sync::atomic::AtomicU64>,
+    /// Late answers dropped so far (shared with its reader).
+    pub(super) dropped: Arc<std::sync::atomic::AtomicU64>,
 }
 
 /// Messages and bytes exchanged with the agents, both ways, since the start.
@@ -57,10 +64,17 @@ impl Traffic {
         self.bytes.fetch_add(bytes as u64, Relaxed);
     }
 
-    /// Count a line read, and parse it.
-    pub(super) fn parse(&self, bytes: usize, line: &str) -> serde_json::Result<Reply> {
+    /// Count a line read, and parse it: the id of the request it answers (`re`; 0: none
+    /// named), and the reply.
+    pub(super) fn parse(&self, bytes: usize, line: &str) -> serde_json::Result<(u64, Reply)> {
         self.count(bytes);
-        serde_json::from_str(line.trim())
+        let mut v: serde_json::Value = serde_json::from_str(line.trim())?;
+        let re = v
+            .as_object_mut()
+            .and_then(|o| o.remove("re"))
+            .and_then(|r| r.as_u64())
+            .unwrap_or(0);
+        Ok((re, serde_json::from_value(v)?))
     }
 
     /// (messages, bytes) so far.
@@ -101,19 +115,38 @@ impl Agent {
         s.trim().lines().collect::<Vec<_>>().join(" / ")
     }
 
-    pub(super) fn send(&mut self, request: &Request) -> Result<()> {
+    /// Send `request` under a new id, and return the id (its answers name it).
+    pub(super) fn send(&mut self, request: &Request) -> Result<u64> {
         let label = self.label();
         let stdin = self
             .stdin
             .as_mut()
             .ok_or_else(|| anyhow!("agent {label} is closed"))?;
-        let mut line = serde_json::to_string(request)?;
+        self.next_id += 1;
+        let id = self.next_id;
+        let mut v = serde_json::to_value(request)?;
+        if let Some(o) = v.as_object_mut() {
+            o.insert("id".into(), id.into());
+        }
+        let mut line = serde_json::to_string(&v)?;
         line.push('\n');
         self.traffic.count(line.len());
         stdin
             .write_all(line.as_bytes())
             .and_then(|_| stdin.flush())
-            .map_err(|e| anyhow!("agent {label} is gone: writing to it failed ({e})"))
+            .map_err(|e| anyhow!("agent {label} is gone: writing to it failed ({e})"))?;
+        Ok(id)
+    }
+
+    /// Give up on the answers to every request up to `id`: when they come, they are dropped.
+    pub(super) fn give_up(&self, id: u64) {
+        self.floor
+            .fetch_max(id, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// Late answers dropped so far.
+    pub(super) fn dropped(&self) -> u64 {
+        self.dropped.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// Why it is gone, as one sentence naming it.

@@ -9,6 +9,9 @@
 //! `stop` ends a trial early (the report that follows is discarded). Any failure: `error`.
 //! In the probe role (`--server-host`) the same agent, after `hello`, answers `find` (the
 //! server's process, proved) and `read` (a reading of its host): it changes nothing.
+//! Every request carries an `id`, and every answer names the request it answers (`re`; a
+//! tick and a report: their `start`): an answer to a request its asker gave up on (a probe
+//! reading later than 15 s) is dropped when it comes, never taken for another's.
 
 use crate::load::Rate;
 use crate::load::worker::{OpenLoopReport, WorkerReport};
@@ -22,7 +25,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// Bumped whenever a message changes shape.
-pub const PROTOCOL: u32 = 3;
+pub const PROTOCOL: u32 = 4;
 
 /// This build's version: an agent must run the same.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

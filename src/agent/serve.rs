@@ -27,14 +27,14 @@ pub fn serve_stdio(remove_binary: bool) -> Result<()> {
     if remove_binary {
         remove_own_copy();
     }
-    let (tx, rx) = mpsc::channel::<Option<Request>>();
+    let (tx, rx) = mpsc::channel::<Option<(u64, Request)>>();
     std::thread::spawn(move || {
         for line in std::io::stdin().lock().lines() {
             let Ok(line) = line else { break };
             if line.trim().is_empty() {
                 continue;
             }
-            match serde_json::from_str::<Request>(&line) {
+            match parse_request(&line) {
                 Ok(r) => {
                     if tx.send(Some(r)).is_err() {
                         return;
@@ -48,9 +48,14 @@ pub fn serve_stdio(remove_binary: bool) -> Result<()> {
         }
         let _ = tx.send(None);
     });
-    let mut out = std::io::stdout().lock();
+    let mut out = Answers {
+        out: std::io::stdout().lock(),
+        re: 0,
+    };
     let mut session = Session::default();
-    while let Ok(Some(request)) = rx.recv() {
+    while let Ok(Some((id, request))) = rx.recv() {
+        // Every answer names the request it answers (a tick and a report: their `start`).
+        out.re = id;
         let reply = match request {
             Request::Hello { .. } => Some(Reply::Hello(Box::new(hello()))),
             Request::Clock => Some(Reply::Clock {
@@ -84,6 +89,23 @@ pub fn serve_stdio(remove_binary: bool) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// A request line: its id (0 when none is given) and the request.
+fn parse_request(line: &str) -> serde_json::Result<(u64, Request)> {
+    let mut v: serde_json::Value = serde_json::from_str(line)?;
+    let id = v
+        .as_object_mut()
+        .and_then(|o| o.remove("id"))
+        .and_then(|i| i.as_u64())
+        .unwrap_or(0);
+    Ok((id, serde_json::from_value(v)?))
+}
+
+/// The agent's stdout, and the id of the request its answers are for now.
+struct Answers<W: Write> {
+    out: W,
+    re: u64,
 }
 
 fn remove_own_copy() {
@@ -120,12 +142,18 @@ fn error_reply(e: &anyhow::Error) -> Reply {
     }
 }
 
-/// Write one reply line.
-pub fn send(out: &mut dyn Write, reply: &Reply) -> Result<()> {
-    let mut line = serde_json::to_string(reply)?;
+/// Write one reply line, naming the request it answers.
+fn send<W: Write>(out: &mut Answers<W>, reply: &Reply) -> Result<()> {
+    let mut v = serde_json::to_value(reply)?;
+    if let Some(o) = v.as_object_mut()
+        && out.re != 0
+    {
+        o.insert("re".into(), out.re.into());
+    }
+    let mut line = serde_json::to_string(&v)?;
     line.push('\n');
-    out.write_all(line.as_bytes())?;
-    out.flush()?;
+    out.out.write_all(line.as_bytes())?;
+    out.out.flush()?;
     Ok(())
 }
 
@@ -160,8 +188,8 @@ impl Session {
     fn start(
         &mut self,
         window: (u64, u64),
-        rx: &Receiver<Option<Request>>,
-        out: &mut impl Write,
+        rx: &Receiver<Option<(u64, Request)>>,
+        out: &mut Answers<impl Write>,
     ) -> Result<Option<AgentReport>> {
         let (p, clients) = self
             .prepared
@@ -242,8 +270,8 @@ enum Ended {
 /// The coordinator as a phase of the agent's window sees it: a nap waits for a request
 /// (`stop`, or the channel closing), and a tick a second goes back to it.
 struct Coordinator<'a, W: Write> {
-    rx: &'a Receiver<Option<Request>>,
-    out: &'a mut W,
+    rx: &'a Receiver<Option<(u64, Request)>>,
+    out: &'a mut Answers<W>,
     shared: &'a Shared,
     last_tick: Instant,
 }
@@ -255,7 +283,7 @@ impl<W: Write> Phase for Coordinator<'_, W> {
 
     fn wait(&mut self, nap: Duration) -> Result<()> {
         match self.rx.recv_timeout(nap) {
-            Ok(Some(Request::Stop)) => Err(Ended::Stopped.into()),
+            Ok(Some((_, Request::Stop))) => Err(Ended::Stopped.into()),
             Ok(None) | Err(RecvTimeoutError::Disconnected) => Err(Ended::Gone.into()),
             Ok(Some(_)) | Err(RecvTimeoutError::Timeout) => Ok(()),
         }

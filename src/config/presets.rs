@@ -88,6 +88,7 @@ fn base(name: &str, workload: Workload, threads: Vec<u32>, repeats: u32) -> Expe
         agents: vec![],
         max_disturbance: Some(crate::experiment::spec::MAX_DISTURBANCE),
         server_host: None,
+        probe_silence: crate::agent::probe::SILENCE,
     }
 }
 

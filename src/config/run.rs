@@ -106,6 +106,7 @@ pub fn experiment(args: &RunArgs) -> Result<Experiment> {
     if let Some(h) = &args.server_host {
         exp.server_host = Some((crate::agent::server_host(h)?, Default::default()));
     }
+    exp.probe_silence = args.probe_silence;
     if let Some((_, bin)) = exp.server_host.as_mut() {
         *bin = crate::agent::AgentBin::parse(args.agents.agent_bin.as_deref());
     }

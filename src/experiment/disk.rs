@@ -53,32 +53,37 @@ impl DiskGuard {
     }
 
     /// Why a trial expected to write `expected` bytes must not start, after `grown` bytes
-    /// so far in this run. None: it may.
-    pub fn refuse(&self, grown: u64, expected: u64) -> Option<String> {
+    /// so far in this run. None: it may. Err: the reading came late (`probe::LateReading`:
+    /// the trial is lost, not the run).
+    pub fn check(&self, grown: u64, expected: u64) -> anyhow::Result<Option<String>> {
         let expected = (expected as f64 * SAFETY_FACTOR) as u64;
         if let Some(max) = self.max_bytes
             && grown + expected > max
         {
-            return Some(format!(
+            return Ok(Some(format!(
                 "stopped before the next trial: the feature logs have grown by {} MB and the \
                  next trial would write about {} MB more, past --max-log-bytes ({} MB)",
                 mb(grown),
                 mb(expected),
                 mb(max)
-            ));
+            )));
         }
-        let (dir, free, total) = match self.reading() {
-            Ok(r) => self.short_of_room(&r, expected)?,
-            Err(e) => return Some(format!("stopped before the next trial: {e:#}")),
+        let r = match self.reading() {
+            Ok(r) => r,
+            Err(e) if crate::probe::is_late(&e) => return Err(e),
+            Err(e) => return Ok(Some(format!("stopped before the next trial: {e:#}"))),
         };
-        Some(format!(
+        let Some((dir, free, total)) = self.short_of_room(&r, expected) else {
+            return Ok(None);
+        };
+        Ok(Some(format!(
             "stopped before the next trial: the filesystem of {} has {} MB free of {} MB, and a \
              trial writes about {} MB of log; dbtax keeps at least 10% free",
             dir.display(),
             mb(free),
             mb(total),
             mb(expected)
-        ))
+        )))
     }
 
     /// In reading `r`, the first log folder whose filesystem would keep less than 10% free
@@ -98,24 +103,29 @@ impl DiskGuard {
 
     /// A watch for one trial: stops it when the filesystem reaches 90% or the run's growth
     /// (`grown` before the trial, plus the files' growth since now) passes the limit.
-    pub fn watch(&self, grown: u64) -> Option<Watch> {
+    /// Err: the first reading came late (`probe::LateReading`: the trial is lost).
+    pub fn watch(&self, grown: u64) -> anyhow::Result<Option<Watch>> {
         if self.files.paths.is_empty() {
-            return None;
+            return Ok(None);
         }
         let guard = self.clone();
-        let start = self.size().unwrap_or(0);
-        Some(Arc::new(move || {
+        let start = match self.size() {
+            Ok(s) => s,
+            Err(e) if crate::probe::is_late(&e) => return Err(e),
+            Err(_) => 0,
+        };
+        Ok(Some(Arc::new(move || {
             // One reading a tick: sizes and room together (through a probe, one round trip).
             let r = match guard.reading() {
                 Ok(r) => r,
-                Err(e) => return Some(format!("stopped during a trial: {e:#}")),
+                Err(e) => return Some(e.context("stopped during a trial")),
             };
             let now = size_of(&r);
             let total_growth = grown + now.saturating_sub(start);
             if let Some(max) = guard.max_bytes
                 && total_growth > max
             {
-                return Some(format!(
+                return Some(anyhow::anyhow!(
                     "stopped during a trial: the feature logs grew by {} MB, past \
                      --max-log-bytes ({} MB)",
                     mb(total_growth),
@@ -123,14 +133,14 @@ impl DiskGuard {
                 ));
             }
             let (dir, free, total) = guard.short_of_room(&r, 0)?;
-            Some(format!(
+            Some(anyhow::anyhow!(
                 "stopped during a trial: the filesystem of {} is down to {} MB free of {} MB; \
                  dbtax keeps at least 10% free",
                 dir.display(),
                 mb(free),
                 mb(total)
             ))
-        }))
+        })))
     }
 }
 
@@ -144,9 +154,9 @@ mod tests {
             files: LogFiles::default(),
             max_bytes: Some(10_000_000),
         };
-        assert!(g.refuse(0, 1_000_000).is_none());
+        assert!(g.check(0, 1_000_000).unwrap().is_none());
         // 8 MB grown + 2 × 1.5 MB expected > 10 MB.
-        assert!(g.refuse(8_000_000, 1_500_000).is_some());
-        assert!(g.watch(0).is_none(), "no files, nothing to watch");
+        assert!(g.check(8_000_000, 1_500_000).unwrap().is_some());
+        assert!(g.watch(0).unwrap().is_none(), "no files, nothing to watch");
     }
 }

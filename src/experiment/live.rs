@@ -145,7 +145,7 @@ impl<'a> LiveBench<'a> {
         if self.log_rate[variant].is_none() {
             let probes = TrialProbes {
                 log_files: self.disk.files.paths.clone(),
-                watch: self.disk.watch(self.log_growth),
+                watch: self.disk.watch(self.log_growth)?,
                 ..Default::default()
             };
             let t = self.load_trial(&TrialPlan::timed(threads, PROBE), &probes, &mut |_| {})?;
@@ -158,7 +158,7 @@ impl<'a> LiveBench<'a> {
         };
         match self
             .disk
-            .refuse(self.log_growth, (bytes_per_query * queries) as u64)
+            .check(self.log_growth, (bytes_per_query * queries) as u64)?
         {
             Some(why) => bail!("{why}"),
             None => Ok(()),
@@ -204,6 +204,16 @@ impl Bench for LiveBench<'_> {
         self.run(variant, plan, observer)
     }
 
+    fn after_late_reading(&mut self, observer: &mut dyn Observer) -> Result<()> {
+        // The first variant is the baseline: every feature off, the logs no longer written.
+        self.apply(0, observer)?;
+        observer.status(&format!(
+            "the features are off; waiting for the probe on {} to answer",
+            self.server.host.0.label()
+        ));
+        self.server.host.0.answering()
+    }
+
     fn calibrate(&mut self, threads: u32, observer: &mut dyn Observer) -> Result<Trial> {
         let plan = TrialPlan {
             threads,
@@ -244,7 +254,7 @@ impl LiveBench<'_> {
         let probes = TrialProbes {
             log_files: self.disk.files.paths.clone(),
             server_status: true,
-            watch: self.disk.watch(self.log_growth),
+            watch: self.disk.watch(self.log_growth)?,
             host_others: true,
             ..Default::default()
         };

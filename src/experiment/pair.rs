@@ -180,6 +180,11 @@ impl Bench for PairBench<'_> {
         bench.trial(v, load, observer)
     }
 
+    fn after_late_reading(&mut self, observer: &mut dyn Observer) -> Result<()> {
+        self.a.after_late_reading(observer)?;
+        self.b.after_late_reading(observer)
+    }
+
     fn calibrate(&mut self, _: u32, _: &mut dyn Observer) -> Result<Trial> {
         anyhow::bail!("--compare-target runs closed loop: a rate is not supported there yet")
     }

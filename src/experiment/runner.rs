@@ -45,6 +45,13 @@ pub trait Bench {
     fn elapsed(&self) -> Option<Duration> {
         None
     }
+    /// A reading of the server's host came late and cost the trial under way: switch the
+    /// features off (the baseline's settings: an unwatched log must not keep growing) and
+    /// wait until the probe answers again; Err once it has been silent past its bound (the
+    /// run stops).
+    fn after_late_reading(&mut self, _observer: &mut dyn Observer) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// A block has finished.
@@ -247,6 +254,9 @@ pub fn run(
     // count.
     let mut set_aside: Vec<Vec<Trial>> = vec![vec![]; cells.len()];
     let mut disturbed: Vec<DisturbedBlock> = vec![];
+    // Blocks that lost a trial to a late reading of the server's host (their trials are
+    // dropped: a block short of a variant pairs nothing).
+    let mut late: Vec<DisturbedBlock> = vec![];
     let mut counted: Vec<u32> = vec![0; keys.len()];
     // Each point's blocks set aside as disturbed.
     let mut set_aside_at: Vec<u32> = vec![0; keys.len()];
@@ -312,6 +322,7 @@ pub fn run(
             order.retain(|v| keep.contains(v));
             let point = point as usize;
             let mut ran = vec![];
+            let mut lost = None;
             for (position, v) in order.into_iter().enumerate() {
                 let at = Step {
                     index,
@@ -319,7 +330,14 @@ pub fn run(
                     load: load(point),
                     label: "trial",
                 };
-                let mut trial = one_trial(exp, bench, observer, v, &at)?;
+                let mut trial = match one_trial(exp, bench, observer, v, &at) {
+                    Ok(t) => t,
+                    Err(e) if crate::probe::is_late(&e) => {
+                        lost = Some(e);
+                        break;
+                    }
+                    Err(e) => return Err(e),
+                };
                 seen.extend(others_of(&trial).map(|(p, _)| p));
                 trial.block = r;
                 trial.position = position as u32;
@@ -336,36 +354,70 @@ pub fn run(
                 ran.push(cell);
             }
             let typical = super::disturbed::typical(&seen);
-            match disturbance(exp, &cells, &ran, typical) {
-                Some((worst_pct, host)) => {
-                    // The whole block, never single trials: which variants ran in a
-                    // disturbed moment must not decide which are kept.
-                    for &cell in &ran {
-                        let t = cells[cell].trials.pop().expect("this block's trial");
-                        set_aside[cell].push(t);
-                    }
-                    set_aside_at[point] += 1;
-                    disturbed.push(DisturbedBlock {
-                        block: r,
-                        threads: points[point].threads,
-                        rate: rates[point].as_ref().map(|(level, _)| level.clone()),
-                        worst_pct,
-                        typical_pct: typical,
-                        host: host.into(),
-                    });
-                    observer.status(&format!(
+            if let Some(e) = lost {
+                for &cell in &ran {
+                    cells[cell].trials.pop().expect("this block's trial");
+                }
+                set_aside_at[point] += 1;
+                let why = e
+                    .chain()
+                    .find_map(|c| c.downcast_ref::<crate::probe::LateReading>())
+                    .map(|l| l.to_string())
+                    .unwrap_or_else(|| format!("{e:#}"));
+                observer.status(&format!(
+                    "block {} at {} threads set aside: {why}; the features are switched off \
+                     until it answers, and the block is run again while the run allows",
+                    r + 1,
+                    points[point].threads
+                ));
+                late.push(DisturbedBlock {
+                    block: r,
+                    threads: points[point].threads,
+                    rate: rates[point].as_ref().map(|(level, _)| level.clone()),
+                    worst_pct: 0.0,
+                    typical_pct: typical,
+                    host: "server".into(),
+                    late_reading: Some(why),
+                });
+                bench.after_late_reading(observer)?;
+            } else {
+                match disturbance(exp, &cells, &ran, typical) {
+                    Some((worst_pct, host)) => {
+                        // The whole block, never single trials: which variants ran in a
+                        // disturbed moment must not decide which are kept.
+                        for &cell in &ran {
+                            let t = cells[cell].trials.pop().expect("this block's trial");
+                            set_aside[cell].push(t);
+                        }
+                        set_aside_at[point] += 1;
+                        disturbed.push(DisturbedBlock {
+                            block: r,
+                            threads: points[point].threads,
+                            rate: rates[point].as_ref().map(|(level, _)| level.clone()),
+                            worst_pct,
+                            typical_pct: typical,
+                            host: host.into(),
+                            late_reading: None,
+                        });
+                        observer.status(&format!(
                         "block {} at {} threads set aside: other processes used {worst_pct:.0}% \
                          of a core on the {host}'s host; it is run again while the run allows",
                         r + 1,
                         points[point].threads
                     ));
+                    }
+                    None => counted[point] += 1,
                 }
-                None => counted[point] += 1,
             }
             if !observer.wants_blocks() {
                 continue;
             }
-            summary = with_set_aside(summarize(&cells), &set_aside, &disturbed, exp);
+            summary = with_set_aside(
+                summarize(&cells),
+                &set_aside,
+                &[&disturbed[..], &late[..]].concat(),
+                exp,
+            );
             observer.block_done(&BlockDone {
                 trials_done: index,
                 trials_planned: planned,
@@ -399,7 +451,15 @@ pub fn run(
         }
         busy = Some(std::mem::take(&mut disturbed));
     }
-    summary = with_set_aside(summarize(&cells), &set_aside, &disturbed, exp);
+    summary = with_set_aside(
+        summarize(&cells),
+        &set_aside,
+        &[&disturbed[..], &late[..]].concat(),
+        exp,
+    );
+    if let Some(w) = super::warnings::late_readings(&late) {
+        warnings.push(w);
+    }
     if let (false, Some(limit)) = (disturbed.is_empty(), exp.max_disturbance) {
         let mut hosts: Vec<String> = disturbed.iter().map(|d| d.host.clone()).collect();
         hosts.sort();

@@ -42,7 +42,7 @@ pub fn open(
         .collect();
     let mut server = Server::open(&config, &features)?;
     if let Some((spec, bin)) = &exp.server_host {
-        attach_probe(&mut server, spec, bin)?;
+        attach_probe(&mut server, spec, bin, exp.probe_silence)?;
     }
     let mut plan = preflight(exp, &server, restart_cmd)?;
     plan.cpus = crate::cpus::place(
@@ -71,6 +71,7 @@ fn attach_probe(
     server: &mut Server,
     spec: &crate::agent::AgentSpec,
     bin: &crate::agent::AgentBin,
+    silence: std::time::Duration,
 ) -> Result<()> {
     if server.datadir.is_some() {
         crate::errln!(
@@ -80,7 +81,7 @@ fn attach_probe(
         );
         return Ok(());
     }
-    let probe = crate::agent::probe::RemoteProbe::start(spec, bin, &mut |m| {
+    let probe = crate::agent::probe::RemoteProbe::start(spec, bin, silence, &mut |m| {
         crate::errln!("{m}");
     })?;
     server.attach_host(crate::probe::Host(std::sync::Arc::new(probe)))

@@ -189,6 +189,9 @@ pub struct Experiment {
     /// The database's host, read through a probe started there (`--server-host`), and the
     /// binary it runs.
     pub server_host: Option<(AgentSpec, crate::agent::AgentBin)>,
+    /// How long that probe may stay silent before the run stops (`--probe-silence`); a
+    /// reading later than 15 s (or this, when shorter) costs only its trial.
+    pub probe_silence: std::time::Duration,
 }
 
 /// Other processes' CPU above which a block counts as disturbed, percent of one core.
@@ -286,6 +289,7 @@ impl Experiment {
             agents: vec![],
             max_disturbance: Some(MAX_DISTURBANCE),
             server_host: None,
+            probe_silence: crate::agent::probe::SILENCE,
         }
     }
 

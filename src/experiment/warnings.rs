@@ -94,6 +94,13 @@ pub enum Warning {
         /// On which host(s).
         hosts: Vec<String>,
     },
+    /// Blocks that lost a trial to a late reading of the server's host.
+    LateReadings {
+        /// Blocks set aside.
+        blocks: usize,
+        /// The first one's words.
+        first: String,
+    },
     /// Agents' measured windows were apart by more than a tenth of a trial.
     Skewed {
         /// Trials flagged.
@@ -237,6 +244,13 @@ impl fmt::Display for Warning {
                 }
                 Ok(())
             }
+            Warning::LateReadings { blocks, first } => write!(
+                f,
+                "{blocks} block(s) set aside because a reading of the server's host came late \
+                 (a slow link or a busy host; the first: {first}): the features were switched \
+                 off until the probe answered, the blocks' trials are in no figure, and the \
+                 blocks were run again"
+            ),
             Warning::BusyThroughout {
                 blocks,
                 median_pct,
@@ -378,4 +392,13 @@ pub fn client_cpu(cells: &[crate::results::Cell], cores: u32, here: &[String]) -
         Some((share, threads)) if share > 0.3 => Some(Warning::ClientCpu { share, threads }),
         _ => None,
     }
+}
+
+/// The words for blocks set aside by late readings (None: there were none).
+pub(super) fn late_readings(late: &[crate::results::DisturbedBlock]) -> Option<Warning> {
+    let first = late.first()?;
+    Some(Warning::LateReadings {
+        blocks: late.len(),
+        first: first.late_reading.clone().unwrap_or_default(),
+    })
 }

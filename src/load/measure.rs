@@ -32,6 +32,8 @@ pub struct Snapshot {
     pub read_lag_events: Option<u64>,
     /// How long the status counters took to read, s.
     pub status_read_s: f64,
+    /// When the server's host was read, on that host's monotonic clock (ns; 0: not told).
+    pub host_mono_ns: u64,
 }
 
 /// Read everything now. `admin`: where the status counters come from (None: not read).
@@ -91,6 +93,7 @@ pub fn snapshot(
         at: Instant::now(),
         read_lag_events: None,
         status_read_s,
+        host_mono_ns: reading.mono_ns,
     })
 }
 

@@ -111,9 +111,10 @@ impl TrialPlan {
     }
 }
 
-/// A check made a few times a second while a trial runs; Some(reason) stops the trial with
-/// that error (the disk guard: a log must not fill its filesystem mid-trial).
-pub type Watch = std::sync::Arc<dyn Fn() -> Option<String> + Send + Sync>;
+/// A check made a few times a second while a trial runs; Some(error) stops the trial with
+/// that error (the disk guard: a log must not fill its filesystem mid-trial; a reading of
+/// the server's host that came late is a `probe::LateReading`, which costs the trial only).
+pub type Watch = std::sync::Arc<dyn Fn() -> Option<anyhow::Error> + Send + Sync>;
 
 /// What to read around the measured window besides the counters.
 #[derive(Clone, Default)]

@@ -99,11 +99,27 @@ pub fn summarize(
     }
     let secs = after.at.duration_since(before.at).as_secs_f64().max(1e-9);
     let per_query = |d: f64| d / queries as f64;
+    // What was read on the server's host (its CPU, the logs' sizes, the other processes)
+    // grew over that host's interval between its two readings: as rates over it, times
+    // this window (a slow link delays the two readings unequally). An interval far from
+    // the window's is not trusted: then the window's.
+    let host_secs = match (before.host_mono_ns, after.host_mono_ns) {
+        (b, a) if b > 0 && a > b => {
+            let s = (a - b) as f64 / 1e9;
+            if (0.5..=2.0).contains(&(s / secs)) {
+                s
+            } else {
+                secs
+            }
+        }
+        _ => secs,
+    };
+    let on_host = |d: f64| d * secs / host_secs;
     let open = rate
         .map(|r| open_loop(all.open.as_ref(), r, events, secs))
         .transpose()?;
     let log_bytes_per_query = match (before.log_bytes, after.log_bytes) {
-        (Some(b), Some(a)) if a >= b => Some(per_query((a - b) as f64)),
+        (Some(b), Some(a)) if a >= b => Some(per_query(on_host((a - b) as f64))),
         _ => None,
     };
     let server_counters_per_query: BTreeMap<String, f64> = after
@@ -135,13 +151,13 @@ pub fn summarize(
     let server_cpu_us_per_query = match (&before.server_cpu, &after.server_cpu) {
         (Some(_), Some(_)) if others_pct.is_some_and(|p| p > OTHER_CLIENTS_PCT) => None,
         (Some(_), Some(_)) if other_sessions.is_some() => None,
-        (Some(b), Some(a)) => Some(per_query(b.used_until(a))),
+        (Some(b), Some(a)) => Some(per_query(on_host(b.used_until(a)))),
         _ => None,
     };
     // What the rest of this host ran, in percent of one core: the server's host when the
     // server is this host's, else the client's.
     let host_pct = match (&before.others_cpu, &after.others_cpu) {
-        (Some(b), Some(a)) => Some(b.used_until(a) as f64 / secs / 1e7),
+        (Some(b), Some(a)) => Some(b.used_until(a) as f64 / host_secs / 1e7),
         _ => None,
     };
     let local = before.others_on_server_host;
@@ -249,6 +265,7 @@ mod tests {
             status: BTreeMap::new(),
             read_lag_events: Some(0),
             status_read_s: 0.0,
+            host_mono_ns: 0,
         }
     }
 

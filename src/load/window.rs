@@ -8,7 +8,7 @@
 
 use super::Watch;
 use crate::error::Failure;
-use anyhow::{Result, bail};
+use anyhow::Result;
 use std::time::{Duration, Instant};
 
 /// What one kind of load does while a phase of its window runs.
@@ -40,8 +40,8 @@ pub fn run_phase(
         if crate::interrupt::requested() {
             return Err(Failure::Interrupted.into());
         }
-        if let Some(why) = watch.and_then(|w| w()) {
-            bail!("{why}");
+        if let Some(e) = watch.and_then(|w| w()) {
+            return Err(e);
         }
         let now = Instant::now();
         if end.is_some_and(|e| now >= e) || load.finished() {
@@ -86,7 +86,7 @@ mod tests {
             std::thread::sleep(nap);
             self.naps += 1;
             if self.fail_at == Some(self.naps) {
-                bail!("the load failed");
+                anyhow::bail!("the load failed");
             }
             Ok(())
         }
@@ -132,7 +132,7 @@ mod tests {
     #[test]
     fn the_watch_stops_a_phase_with_its_reason() {
         let mut l = counted();
-        let watch: Watch = std::sync::Arc::new(|| Some("the disk is full".to_string()));
+        let watch: Watch = std::sync::Arc::new(|| Some(anyhow::anyhow!("the disk is full")));
         let e = run_phase(&mut l, None, true, Some(&watch)).unwrap_err();
         assert_eq!(e.to_string(), "the disk is full");
         assert_eq!(l.naps, 0);

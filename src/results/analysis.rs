@@ -62,6 +62,10 @@ pub struct DisturbedBlock {
     /// Where: "server" (the server's host, this machine when the server is local) or
     /// "client".
     pub host: String,
+    /// Set aside because a reading of the server's host came late (its probe did not
+    /// answer in time): the words. Its trials are dropped (the block lacks one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub late_reading: Option<String>,
 }
 
 /// One term of the carry-over model.

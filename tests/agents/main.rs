@@ -8,6 +8,7 @@
 mod common;
 mod netns;
 mod probe;
+mod relay;
 
 use common::{text, validate_results};
 use dbtax::server::ManagedConfig;
@@ -510,6 +511,8 @@ fn a_killed_agent_stops_the_run_and_settings_come_back(ctx: &Ctx) {
 }
 
 fn main() {
+    // Started as ssh's ProxyCommand: the slow link's relay, not the suite.
+    relay::run_if_asked();
     let work = tempfile::tempdir().unwrap();
     common::harness(
         crate::scenarios![Ctx;
@@ -523,6 +526,8 @@ fn main() {
             netns::an_agent_in_another_network_namespace_loads_over_the_wire,
             probe::a_server_elsewhere_is_read_through_its_probe,
             probe::a_postgresql_elsewhere_is_read_through_its_probe,
+            probe::a_slow_or_stalled_link_to_the_probe_costs_trials_not_the_run,
+            probe::a_probe_silent_past_its_bound_stops_the_run_with_the_log_off,
         ],
         || {
             let server = ManagedServer::start(&ManagedConfig::default())

@@ -72,7 +72,10 @@ impl DbHost {
             eprintln!("unshare --uts is not allowed here (needs root): skipped");
             return None;
         }
-        let n = std::process::id() % 100_000;
+        // A host of its own for each scenario (a namespace's veth may outlive it briefly).
+        static HOSTS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let k = HOSTS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let n = (std::process::id() + 7 * k) % 100_000;
         let octet = 1 + n % 250;
         let (there, here) = (format!("10.252.{octet}.1"), format!("10.252.{octet}.2"));
         let ns = HostNs::make(n, &there, &here);
@@ -266,7 +269,7 @@ pub(crate) fn a_server_elsewhere_is_read_through_its_probe(ctx: &Ctx) {
             .filter(|t| t["server_cpu_us_per_query"].is_number())
             .count();
         read < 3
-            || v["analysis"]["disturbed_blocks"]
+            || v["disturbed_blocks"]
                 .as_array()
                 .is_some_and(|d| !d.is_empty())
     };
@@ -477,4 +480,188 @@ pub(crate) fn a_postgresql_elsewhere_is_read_through_its_probe(ctx: &Ctx) {
     drop(sshd);
     drop(pg);
     drop(ns);
+}
+
+/// The database host reached through a slow link: ssh's ProxyCommand is the suite's relay
+/// (200 ± 50 ms a chunk each way; held while `stall` exists).
+fn through_relay(db: &DbHost, ctx: &Ctx, stall: &Path) -> Command {
+    let mut c = common::dbtax(&ctx.state_dir);
+    c.env(
+        "DBTAX_SSH_COMMAND",
+        format!(
+            "{} {}",
+            db.sshd.ssh_command,
+            super::relay::proxy_option(200, 50, stall)
+        ),
+    );
+    c
+}
+
+/// Poll `cond` every 100 ms until it holds or `limit` passes; whether it held.
+fn holds_within(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let t = Instant::now();
+    while t.elapsed() < limit {
+        if cond() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    cond()
+}
+
+/// A slow link to the probe (200 ± 50 ms a chunk each way): the run completes with its
+/// figures. Then the link stalls for 20 s during a trial of the general log: that reading
+/// is late, the block is set aside (said, and recorded with its words), the general log is
+/// switched off while the probe is waited for, and the run completes. A late answer is
+/// dropped, never taken for the next reading's.
+pub(crate) fn a_slow_or_stalled_link_to_the_probe_costs_trials_not_the_run(ctx: &Ctx) {
+    let Some(db) = DbHost::start(ctx) else {
+        return;
+    };
+    let before = db.var("general_log");
+    let stall = ctx.work.join("relay-stall");
+    let _ = std::fs::remove_file(&stall);
+    let o = through_relay(&db, ctx, &stall)
+        .args(db.run_args(ctx, "general-log", "3", "slow-link"))
+        .output()
+        .unwrap();
+    ok(&o);
+    let v = validate_results(&ctx.work.join("slow-link/results.json"));
+    assert_eq!(v["complete"], true);
+    assert_eq!(db.var("general_log"), before);
+    for c in v["cells"].as_array().unwrap() {
+        for t in c["trials"].as_array().unwrap() {
+            assert!(t["server_cpu_us_per_query"].as_f64().unwrap() > 0.0, "{t}");
+            if c["variant"] == "general-log" {
+                assert!(t["log_bytes_per_query"].as_f64().unwrap() > 20.0, "{t}");
+            }
+        }
+    }
+    println!("  over a 200 ± 50 ms link: {} kept trials", {
+        let n: usize = v["cells"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["trials"].as_array().unwrap().len())
+            .sum();
+        n
+    });
+
+    // The stall: 20 s, from the moment a trial of the general log runs.
+    let mut args = db.run_args(ctx, "general-log", "3", "stalled-link");
+    args.push("--no-warmup-round".into());
+    let child = through_relay(&db, ctx, &stall)
+        .args(&args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for("the general log to be on", Duration::from_secs(120), || {
+        db.var("general_log") == "1"
+    });
+    std::fs::write(&stall, b"").unwrap();
+    let stalled = Instant::now();
+    // The reading is late after 15 s; then the log is switched off, before the link is
+    // back.
+    let off_in_stall = holds_within(Duration::from_secs(19), || db.var("general_log") == "0");
+    std::thread::sleep(Duration::from_secs(20).saturating_sub(stalled.elapsed()));
+    std::fs::remove_file(&stall).unwrap();
+    let o = child.wait_with_output().unwrap();
+    let said = text(&o);
+    ok(&o);
+    assert!(
+        off_in_stall,
+        "the general log stayed on while the probe was silent: {said}"
+    );
+    assert!(
+        said.contains("did not answer a reading within 15 s"),
+        "{said}"
+    );
+    assert!(said.contains("came late"), "the words: {said}");
+    let v = validate_results(&ctx.work.join("stalled-link/results.json"));
+    assert_eq!(v["complete"], true, "{said}");
+    let late: Vec<&serde_json::Value> = v["disturbed_blocks"]
+        .as_array()
+        .map(|d| d.iter().filter(|b| b["late_reading"].is_string()).collect())
+        .unwrap_or_default();
+    assert!(
+        !late.is_empty(),
+        "no block set aside for the late reading: {v}"
+    );
+    // Every cell's kept blocks are whole (the lost block's trials are in none) and its
+    // figures stand: an interval, or the words why not.
+    for c in v["cells"].as_array().unwrap() {
+        for t in c["trials"].as_array().unwrap() {
+            assert!(
+                late.iter().all(|b| b["block"] != t["block"]),
+                "a trial of the lost block kept: {t}"
+            );
+        }
+        if c["variant"] == "general-log" {
+            assert!(
+                c["overhead"]["ci95_pct"].is_array() || c["no_interval"].is_string(),
+                "{c}"
+            );
+        }
+    }
+    assert_eq!(db.var("general_log"), before);
+    assert_eq!(ctx.journals(), 0);
+}
+
+/// The probe's agent stopped (SIGSTOP) longer than its silence bound (`--probe-silence 20s`
+/// here, to keep the suite short; 60 s by default): the general log is switched off once a
+/// reading is late, and the run stops when the bound passes, naming the host, its results
+/// kept and its settings put back.
+pub(crate) fn a_probe_silent_past_its_bound_stops_the_run_with_the_log_off(ctx: &Ctx) {
+    let Some(db) = DbHost::start(ctx) else {
+        return;
+    };
+    let before = db.var("general_log");
+    let mut args = db.run_args(ctx, "general-log", "40", "probe-stopped");
+    args.extend([
+        "--no-warmup-round".into(),
+        "--probe-silence".into(),
+        "20s".into(),
+    ]);
+    let child = db
+        .dbtax(ctx)
+        .args(&args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for("the general log to be on", Duration::from_secs(120), || {
+        db.var("general_log") == "1"
+    });
+    let pids = ctx.agent_pids();
+    assert_eq!(pids.len(), 1, "the probe: {pids:?}");
+    unsafe {
+        libc::kill(pids[0], libc::SIGSTOP);
+    }
+    let stopped = Instant::now();
+    let off_while_silent = holds_within(Duration::from_secs(19), || db.var("general_log") == "0");
+    let o = child.wait_with_output().unwrap();
+    let waited = stopped.elapsed();
+    unsafe {
+        libc::kill(pids[0], libc::SIGCONT);
+    }
+    let said = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{said}");
+    assert!(off_while_silent, "the general log stayed on: {said}");
+    assert!(
+        said.contains(&format!("the probe on the server's host {}", db.probe()))
+            && said.contains("has been silent for"),
+        "{said}"
+    );
+    assert!(
+        waited >= Duration::from_secs(20),
+        "stopped after {waited:?}: {said}"
+    );
+    assert_eq!(db.var("general_log"), before);
+    assert_eq!(ctx.journals(), 0);
+    let v = validate_results(&ctx.work.join("probe-stopped/results.json"));
+    assert_eq!(v["complete"], false);
+    wait_for("the probe to end", Duration::from_secs(20), || {
+        ctx.agent_pids().is_empty()
+    });
 }

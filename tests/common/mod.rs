@@ -314,3 +314,19 @@ pub fn block_runs_from_words(stderr: &str, threads: &[u32], repeats: u32) -> usi
         })
         .sum()
 }
+
+/// An RFC 3339 UTC time as dbtax writes it ("2026-12-02T12:52:29.802Z"), in ms since the
+/// Unix epoch.
+pub fn epoch_ms(t: &str) -> i64 {
+    let n = |a: usize, b: usize| -> i64 { t[a..b].parse().unwrap_or_else(|_| panic!("{t}")) };
+    let (y, m, d) = (n(0, 4), n(5, 7), n(8, 10));
+    // Days from the civil date (H. Hinnant's algorithm).
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let doy = (153 * (m + if m > 2 { -3 } else { 9 }) + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    let ms = if t.len() > 20 { n(20, 23) } else { 0 };
+    ((days * 24 + n(11, 13)) * 60 + n(14, 16)) * 60_000 + n(17, 19) * 1000 + ms
+}
