@@ -12,6 +12,8 @@
 
 #[path = "statistics/disturbance.rs"]
 mod disturbance;
+#[path = "statistics/late.rs"]
+mod late;
 #[path = "statistics/masks.rs"]
 mod masks;
 #[path = "statistics/round2.rs"]

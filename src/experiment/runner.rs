@@ -238,7 +238,20 @@ pub fn run(
                     load: load(point as usize),
                     label: "warm-up trial",
                 };
-                let t = one_trial(exp, bench, observer, v, &at)?;
+                let t = match one_trial(exp, bench, observer, v, &at) {
+                    Ok(t) => t,
+                    // Not counted anyway: the warm-up goes on once the probe answers.
+                    Err(e) if crate::probe::is_late(&e) => {
+                        observer.status(&format!(
+                            "a warm-up trial was lost to a late reading ({e:#}); the features \
+                             are switched off until the probe answers"
+                        ));
+                        bench.after_late_reading(observer)?;
+                        index += 1;
+                        continue;
+                    }
+                    Err(e) => return Err(e),
+                };
                 seen.extend(others_of(&t).map(|(p, _)| p));
                 index += 1;
                 before_previous = previous;
