@@ -68,13 +68,7 @@ impl Traffic {
     /// named), and the reply.
     pub(super) fn parse(&self, bytes: usize, line: &str) -> serde_json::Result<(u64, Reply)> {
         self.count(bytes);
-        let mut v: serde_json::Value = serde_json::from_str(line.trim())?;
-        let re = v
-            .as_object_mut()
-            .and_then(|o| o.remove("re"))
-            .and_then(|r| r.as_u64())
-            .unwrap_or(0);
-        Ok((re, serde_json::from_value(v)?))
+        protocol::parse_with_id(line, "re")
     }
 
     /// (messages, bytes) so far.
@@ -124,12 +118,7 @@ impl Agent {
             .ok_or_else(|| anyhow!("agent {label} is closed"))?;
         self.next_id += 1;
         let id = self.next_id;
-        let mut v = serde_json::to_value(request)?;
-        if let Some(o) = v.as_object_mut() {
-            o.insert("id".into(), id.into());
-        }
-        let mut line = serde_json::to_string(&v)?;
-        line.push('\n');
+        let line = protocol::line_with_id(request, "id", id)?;
         self.traffic.count(line.len());
         stdin
             .write_all(line.as_bytes())

@@ -281,6 +281,34 @@ impl AgentReport {
     }
 }
 
+/// A message as one JSON line, with the id under `key` ("id" for a request, "re" for the
+/// request an answer answers; 0: none is named).
+pub fn line_with_id<T: Serialize>(message: &T, key: &str, id: u64) -> Result<String> {
+    let mut v = serde_json::to_value(message)?;
+    if let Some(o) = v.as_object_mut()
+        && id != 0
+    {
+        o.insert(key.into(), id.into());
+    }
+    let mut line = serde_json::to_string(&v)?;
+    line.push('\n');
+    Ok(line)
+}
+
+/// A JSON line back: the id under `key` (0 when none is named), and the message.
+pub fn parse_with_id<T: serde::de::DeserializeOwned>(
+    line: &str,
+    key: &str,
+) -> serde_json::Result<(u64, T)> {
+    let mut v: serde_json::Value = serde_json::from_str(line.trim())?;
+    let id = v
+        .as_object_mut()
+        .and_then(|o| o.remove(key))
+        .and_then(|i| i.as_u64())
+        .unwrap_or(0);
+    Ok((id, serde_json::from_value(v)?))
+}
+
 /// Now, ns since the Unix epoch (the clock agents and coordinator compare).
 pub fn clock_ns() -> u64 {
     std::time::SystemTime::now()
@@ -292,6 +320,26 @@ pub fn clock_ns() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_message_names_its_request_and_parses_back() {
+        let line = line_with_id(&Request::Read(Default::default()), "id", 41).unwrap();
+        assert!(line.ends_with('\n') && line.contains("\"id\":41"), "{line}");
+        let (id, r): (u64, Request) = parse_with_id(&line, "id").unwrap();
+        assert_eq!(id, 41);
+        assert!(matches!(r, Request::Read(_)));
+        let tick = Reply::Tick {
+            events: 3,
+            lag_us: 0,
+        };
+        let (re, back): (u64, Reply) =
+            parse_with_id(&line_with_id(&tick, "re", 7).unwrap(), "re").unwrap();
+        assert_eq!((re, back.kind()), (7, "tick"));
+        // No id named (0): none written, and 0 read back.
+        let plain = line_with_id(&Request::Clock, "id", 0).unwrap();
+        assert_eq!(plain.trim(), r#"{"type":"clock"}"#);
+        assert_eq!(parse_with_id::<Request>(&plain, "id").unwrap().0, 0);
+    }
 
     #[test]
     fn a_histogram_survives_the_wire_exactly() {

@@ -34,7 +34,7 @@ pub fn serve_stdio(remove_binary: bool) -> Result<()> {
             if line.trim().is_empty() {
                 continue;
             }
-            match parse_request(&line) {
+            match protocol::parse_with_id::<Request>(&line, "id") {
                 Ok(r) => {
                     if tx.send(Some(r)).is_err() {
                         return;
@@ -91,17 +91,6 @@ pub fn serve_stdio(remove_binary: bool) -> Result<()> {
     Ok(())
 }
 
-/// A request line: its id (0 when none is given) and the request.
-fn parse_request(line: &str) -> serde_json::Result<(u64, Request)> {
-    let mut v: serde_json::Value = serde_json::from_str(line)?;
-    let id = v
-        .as_object_mut()
-        .and_then(|o| o.remove("id"))
-        .and_then(|i| i.as_u64())
-        .unwrap_or(0);
-    Ok((id, serde_json::from_value(v)?))
-}
-
 /// The agent's stdout, and the id of the request its answers are for now.
 struct Answers<W: Write> {
     out: W,
@@ -144,14 +133,7 @@ fn error_reply(e: &anyhow::Error) -> Reply {
 
 /// Write one reply line, naming the request it answers.
 fn send<W: Write>(out: &mut Answers<W>, reply: &Reply) -> Result<()> {
-    let mut v = serde_json::to_value(reply)?;
-    if let Some(o) = v.as_object_mut()
-        && out.re != 0
-    {
-        o.insert("re".into(), out.re.into());
-    }
-    let mut line = serde_json::to_string(&v)?;
-    line.push('\n');
+    let line = protocol::line_with_id(reply, "re", out.re)?;
     out.out.write_all(line.as_bytes())?;
     out.out.flush()?;
     Ok(())

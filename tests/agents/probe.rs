@@ -318,21 +318,7 @@ pub(crate) fn a_server_elsewhere_is_read_through_its_probe(ctx: &Ctx) {
     // measured kept.
     let mut args = db.run_args(ctx, "general-log", "40", "probe-killed");
     args.push("--no-warmup-round".into());
-    let child = db
-        .dbtax(ctx)
-        .args(&args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    wait_for("the general log to be on", Duration::from_secs(60), || {
-        db.var("general_log") == "1"
-    });
-    let pids = ctx.agent_pids();
-    assert_eq!(pids.len(), 1, "the probe: {pids:?}");
-    unsafe {
-        libc::kill(pids[0], libc::SIGKILL);
-    }
+    let (child, _) = signal_the_probe_once_logging(&db, ctx, &args, libc::SIGKILL);
     let o = child.wait_with_output().unwrap();
     let said = text(&o);
     assert_eq!(o.status.code(), Some(1), "{said}");
@@ -344,6 +330,32 @@ pub(crate) fn a_server_elsewhere_is_read_through_its_probe(ctx: &Ctx) {
     assert_eq!(ctx.journals(), 0);
     let v = validate_results(&ctx.work.join("probe-killed/results.json"));
     assert_eq!(v["complete"], false);
+}
+
+/// `dbtax run ARGS` started on the database host's server; once its general log is on, the
+/// probe's process (the only agent) gets `signal`. The run, and the probe's pid.
+fn signal_the_probe_once_logging(
+    db: &DbHost,
+    ctx: &Ctx,
+    args: &[String],
+    signal: i32,
+) -> (std::process::Child, i32) {
+    let child = db
+        .dbtax(ctx)
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for("the general log to be on", Duration::from_secs(120), || {
+        db.var("general_log") == "1"
+    });
+    let pids = ctx.agent_pids();
+    assert_eq!(pids.len(), 1, "the probe: {pids:?}");
+    unsafe {
+        libc::kill(pids[0], signal);
+    }
+    (child, pids[0])
 }
 
 /// A PostgreSQL started here in a network namespace of its own (as the `postgres` user,
@@ -623,27 +635,13 @@ pub(crate) fn a_probe_silent_past_its_bound_stops_the_run_with_the_log_off(ctx: 
         "--probe-silence".into(),
         "20s".into(),
     ]);
-    let child = db
-        .dbtax(ctx)
-        .args(&args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    wait_for("the general log to be on", Duration::from_secs(120), || {
-        db.var("general_log") == "1"
-    });
-    let pids = ctx.agent_pids();
-    assert_eq!(pids.len(), 1, "the probe: {pids:?}");
-    unsafe {
-        libc::kill(pids[0], libc::SIGSTOP);
-    }
+    let (child, probe) = signal_the_probe_once_logging(&db, ctx, &args, libc::SIGSTOP);
     let stopped = Instant::now();
     let off_while_silent = holds_within(Duration::from_secs(19), || db.var("general_log") == "0");
     let o = child.wait_with_output().unwrap();
     let waited = stopped.elapsed();
     unsafe {
-        libc::kill(pids[0], libc::SIGCONT);
+        libc::kill(probe, libc::SIGCONT);
     }
     let said = text(&o);
     assert_eq!(o.status.code(), Some(1), "{said}");
