@@ -294,9 +294,14 @@ pub struct LateReading {
     pub bound_s: u64,
 }
 
+/// The late reading `e` is, or was caused by.
+pub fn late_of(e: &anyhow::Error) -> Option<&LateReading> {
+    e.chain().find_map(|c| c.downcast_ref::<LateReading>())
+}
+
 /// Whether `e` is (or was caused by) a late reading.
 pub fn is_late(e: &anyhow::Error) -> bool {
-    e.chain().any(|c| c.downcast_ref::<LateReading>().is_some())
+    late_of(e).is_some()
 }
 
 /// Where readings come from: this process, or the probe on the server's host.

@@ -345,11 +345,13 @@ pub fn run(
                 };
                 let mut trial = match one_trial(exp, bench, observer, v, &at) {
                     Ok(t) => t,
-                    Err(e) if crate::probe::is_late(&e) => {
-                        lost = Some(e);
-                        break;
-                    }
-                    Err(e) => return Err(e),
+                    Err(e) => match crate::probe::late_of(&e) {
+                        Some(late) => {
+                            lost = Some(late.to_string());
+                            break;
+                        }
+                        None => return Err(e),
+                    },
                 };
                 seen.extend(others_of(&trial).map(|(p, _)| p));
                 trial.block = r;
@@ -367,16 +369,11 @@ pub fn run(
                 ran.push(cell);
             }
             let typical = super::disturbed::typical(&seen);
-            if let Some(e) = lost {
+            if let Some(why) = lost {
                 for &cell in &ran {
                     cells[cell].trials.pop().expect("this block's trial");
                 }
                 set_aside_at[point] += 1;
-                let why = e
-                    .chain()
-                    .find_map(|c| c.downcast_ref::<crate::probe::LateReading>())
-                    .map(|l| l.to_string())
-                    .unwrap_or_else(|| format!("{e:#}"));
                 observer.status(&format!(
                     "block {} at {} threads set aside: {why}; the features are switched off \
                      until it answers, and the block is run again while the run allows",

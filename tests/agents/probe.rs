@@ -318,7 +318,8 @@ pub(crate) fn a_server_elsewhere_is_read_through_its_probe(ctx: &Ctx) {
     // measured kept.
     let mut args = db.run_args(ctx, "general-log", "40", "probe-killed");
     args.push("--no-warmup-round".into());
-    let (child, _) = signal_the_probe_once_logging(&db, ctx, &args, libc::SIGKILL);
+    let (child, _) =
+        signal_the_probe_once_logging(&db, ctx, &args, libc::SIGKILL, Duration::from_secs(60));
     let o = child.wait_with_output().unwrap();
     let said = text(&o);
     assert_eq!(o.status.code(), Some(1), "{said}");
@@ -332,6 +333,26 @@ pub(crate) fn a_server_elsewhere_is_read_through_its_probe(ctx: &Ctx) {
     assert_eq!(v["complete"], false);
 }
 
+/// `dbtax ARGS` by `cmd` on the database host's server, returned once its general log is on
+/// (within `limit`).
+fn spawn_once_logging(
+    mut cmd: Command,
+    db: &DbHost,
+    args: &[String],
+    limit: Duration,
+) -> std::process::Child {
+    let child = cmd
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for("the general log to be on", limit, || {
+        db.var("general_log") == "1"
+    });
+    child
+}
+
 /// `dbtax run ARGS` started on the database host's server; once its general log is on, the
 /// probe's process (the only agent) gets `signal`. The run, and the probe's pid.
 fn signal_the_probe_once_logging(
@@ -339,17 +360,9 @@ fn signal_the_probe_once_logging(
     ctx: &Ctx,
     args: &[String],
     signal: i32,
+    limit: Duration,
 ) -> (std::process::Child, i32) {
-    let child = db
-        .dbtax(ctx)
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    wait_for("the general log to be on", Duration::from_secs(120), || {
-        db.var("general_log") == "1"
-    });
+    let child = spawn_once_logging(db.dbtax(ctx), db, args, limit);
     let pids = ctx.agent_pids();
     assert_eq!(pids.len(), 1, "the probe: {pids:?}");
     unsafe {
@@ -562,15 +575,12 @@ pub(crate) fn a_slow_or_stalled_link_to_the_probe_costs_trials_not_the_run(ctx: 
     // The stall: 20 s, from the moment a trial of the general log runs.
     let mut args = db.run_args(ctx, "general-log", "3", "stalled-link");
     args.push("--no-warmup-round".into());
-    let child = through_relay(&db, ctx, &stall)
-        .args(&args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    wait_for("the general log to be on", Duration::from_secs(120), || {
-        db.var("general_log") == "1"
-    });
+    let child = spawn_once_logging(
+        through_relay(&db, ctx, &stall),
+        &db,
+        &args,
+        Duration::from_secs(120),
+    );
     std::fs::write(&stall, b"").unwrap();
     let stalled = Instant::now();
     // The reading is late after 15 s; then the log is switched off, before the link is
@@ -635,7 +645,8 @@ pub(crate) fn a_probe_silent_past_its_bound_stops_the_run_with_the_log_off(ctx: 
         "--probe-silence".into(),
         "20s".into(),
     ]);
-    let (child, probe) = signal_the_probe_once_logging(&db, ctx, &args, libc::SIGSTOP);
+    let (child, probe) =
+        signal_the_probe_once_logging(&db, ctx, &args, libc::SIGSTOP, Duration::from_secs(120));
     let stopped = Instant::now();
     let off_while_silent = holds_within(Duration::from_secs(19), || db.var("general_log") == "0");
     let o = child.wait_with_output().unwrap();
