@@ -291,6 +291,10 @@ fn bounds_that_make_no_sense_are_usage_errors() {
         "--max-log-bytes must be more than 0",
     );
     run(&["--trial", "2h"], "at most 3600 s");
+    run(
+        &["--probe-silence", "0s"],
+        "--probe-silence must be at least 1s",
+    );
     // clap's tip about `-- -1` is not what a user needs to read.
     let out = dbtax().args(["run", "--threads", "-1"]).output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);

@@ -184,6 +184,9 @@ pub struct AgentReport {
     pub errors: BTreeMap<String, u64>,
     /// A worker that could not reconnect.
     pub fatal: Option<String>,
+    /// Connections lost for good (older agents do not send it: none).
+    #[serde(default)]
+    pub lost: u32,
     /// Event latency, µs.
     pub latency: String,
     /// Rate mode: service latency, schedule lag, skipped events, lag quarters.
@@ -237,6 +240,7 @@ impl AgentReport {
             events: r.events,
             errors: r.errors.clone(),
             fatal: r.fatal.clone(),
+            lost: r.lost,
             latency: encode_histogram(&r.latency_us)?,
             open: r
                 .open
@@ -264,6 +268,7 @@ impl AgentReport {
             events: self.events,
             errors: self.errors.clone(),
             fatal: self.fatal.clone(),
+            lost: self.lost,
             by_tag: vec![],
             open: self
                 .open
@@ -379,6 +384,7 @@ mod tests {
                 events: 20_000,
                 errors: BTreeMap::new(),
                 fatal: None,
+                lost: u32::from(agent == 2),
                 open: None,
                 by_tag: vec![],
             };
@@ -398,6 +404,8 @@ mod tests {
         let merged = crate::load::summary::merge_reports(reports).unwrap();
         assert_eq!(merged.latency_us, all);
         assert_eq!(merged.queries, 60_000);
+        // An agent's connections lost for good cross the wire and are counted in the merge.
+        assert_eq!(merged.lost, 1);
         for q in [0.5, 0.9, 0.99, 0.999] {
             assert_eq!(
                 merged.latency_us.value_at_quantile(q),

@@ -391,6 +391,13 @@ impl Experiment {
                 "--max-log-bytes must be more than 0: a feature's log grows from the first query",
             ));
         }
+        if self.probe_silence < std::time::Duration::from_secs(1) {
+            return Err(usage(
+                "--probe-silence must be at least 1s: it is how long the probe on the \
+                 server's host may stay silent before the run stops (a reading later than \
+                 15 s, or than this bound when shorter, costs only its trial)",
+            ));
+        }
         if let Some(o) = &self.open_loop {
             if o.levels.is_empty() {
                 return Err(usage("--rate needs at least one rate"));

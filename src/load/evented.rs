@@ -478,14 +478,18 @@ impl Thread<'_> {
     }
 
     /// Replace a slot's closed connection (`why`), already out of epoll: connect again
-    /// (blocking; rare) and register the new one, or end the slot when that fails too.
+    /// (blocking, a few tries, one once a connection of this thread was lost for good; rare)
+    /// and register the new one, or end the slot when that fails too.
     fn reconnect(&mut self, key: usize, slot: &mut Slot, why: &str) {
-        match self.connector.connect() {
+        match super::worker::reconnect(self.connector, self.shared, self.report.lost > 0) {
             Ok(c) => {
                 slot.client = c.resume(&slot.client);
                 self.attach(key, slot);
             }
-            Err(e) => self.end(slot, format!("{why}; reconnect: {e}")),
+            Err(e) => {
+                self.report.lost += 1;
+                self.end(slot, format!("{why}; reconnect: {e}"));
+            }
         }
     }
 }

@@ -97,6 +97,21 @@ pub fn summarize(
              event of this workload (lengthen --trial, or --duration for bench)"
         );
     }
+    // A client lost for good ran nothing from then on: the trial was not at its thread count,
+    // and its throughput is not that count's. (The server still answered the reading after the
+    // window, taken before this: it did not go away, some of its connections did.)
+    if all.lost > 0
+        && let Some(f) = fatal.first()
+    {
+        let pauses = worker::RECONNECT_PAUSES_MS;
+        bail!(
+            "{} of the trial's connections were lost and could not be made again ({} tries \
+             over {:.2} s), so the trial did not run at its thread count: {f}",
+            all.lost,
+            pauses.len(),
+            pauses.iter().sum::<u64>() as f64 / 1000.0
+        );
+    }
     let secs = after.at.duration_since(before.at).as_secs_f64().max(1e-9);
     let per_query = |d: f64| d / queries as f64;
     // What was read on the server's host (its CPU, the logs' sizes, the other processes)
@@ -232,6 +247,7 @@ pub fn merge_reports(reports: Vec<WorkerReport>) -> Result<WorkerReport> {
             *all.errors.entry(m).or_default() += n;
         }
         all.fatal = all.fatal.or(r.fatal);
+        all.lost += r.lost;
         if let Some(o) = r.open {
             let merged = all.open.get_or_insert_with(worker::OpenLoopReport::empty);
             merged

@@ -10,6 +10,7 @@ use super::schedule::Schedule;
 use crate::rng::Rng;
 use crate::server::Connector;
 use crate::workload::Client;
+use crate::workload::session::DbError;
 use hdrhistogram::Histogram;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
@@ -103,6 +104,9 @@ pub struct WorkerReport {
     pub errors: BTreeMap<String, u64>,
     /// Why the worker stopped early (its connection was lost and could not be re-made).
     pub fatal: Option<String>,
+    /// Connections lost and not made again (after `reconnect`'s tries): the trial ran with
+    /// fewer clients than it says from then on.
+    pub lost: u32,
     /// Rate mode only.
     pub open: Option<OpenLoopReport>,
     /// A replay: latencies by fingerprint tag (µs, 2 significant digits), made on first use.
@@ -118,6 +122,7 @@ impl WorkerReport {
             events: 0,
             errors: BTreeMap::new(),
             fatal: None,
+            lost: 0,
             open: open.then(OpenLoopReport::empty),
             by_tag: vec![],
         }
@@ -327,10 +332,11 @@ pub fn run_worker(
                     failed += 1;
                 }
                 if e.lost() {
-                    match connector.connect() {
+                    match reconnect(connector, shared, false) {
                         Ok(c) => client = c.resume(&client),
                         Err(e2) => {
                             report.fatal = Some(format!("connection lost: {e}; reconnect: {e2}"));
+                            report.lost += 1;
                             break;
                         }
                     }
@@ -346,3 +352,29 @@ pub fn run_worker(
     shared.finished.fetch_add(1, Ordering::Release);
     report
 }
+
+/// Connect again after a lost connection: a busy server (a neighbour on its CPU, a burst of
+/// kills, a connection limit reached for a moment) may refuse or time out one attempt, so
+/// up to five are made, over 2.35 s, while the trial goes on (`once`: one attempt, for a
+/// thread that already saw every try fail: a server that is gone is not waited for again per
+/// connection). The last error when none succeeds.
+pub fn reconnect(connector: &Connector, shared: &Shared, once: bool) -> Result<Client, DbError> {
+    let pauses: &[u64] = if once { &[0] } else { &RECONNECT_PAUSES_MS };
+    let mut last = None;
+    for &pause_ms in pauses {
+        if pause_ms > 0 {
+            if shared.phase.load(Ordering::Relaxed) == PHASE_STOP {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(pause_ms));
+        }
+        match connector.connect() {
+            Ok(c) => return Ok(c),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.expect("at least one attempt"))
+}
+
+/// The pauses before each attempt to connect again (ms): five tries over 2.35 s.
+pub const RECONNECT_PAUSES_MS: [u64; 5] = [0, 50, 200, 600, 1500];

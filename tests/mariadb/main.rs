@@ -167,6 +167,7 @@ fn main() {
         disturbance::the_quick_demo_reports_server_cpu_at_its_headline_and_no_other_clients,
         clients::the_lean_clients_survive_big_rows_errors_and_killed_connections,
         clients::the_lean_client_logs_in_with_a_password_over_tcp,
+        clients::connections_killed_while_the_server_refuses_new_ones_come_back,
         clients::idle_connections_the_server_closes_are_made_again,
         clients::the_servers_own_logs_read_back_as_the_sessions_ran_them,
         replay::a_captured_slow_log_replays_with_its_cost_per_statement,
