@@ -23,7 +23,8 @@ use dbtax::experiment::runner::{self, Outcome, Silent};
 use dbtax::experiment::sim::SimulatedServer;
 use dbtax::experiment::spec::{Experiment, Focus, MIN_BLOCKS, StopRule, VariantSpec, product};
 use dbtax::results::{Cell, Results, VariantInfo};
-use dbtax::stats::overhead::{half_width, mean_ci_with, pct, t975};
+use dbtax::stats::overhead::{half_width, mean_ci_with, pct};
+use dbtax::stats::sample::t975;
 use std::time::Duration;
 
 const RUNS: u64 = 400;

@@ -2,7 +2,7 @@
 //! binary it runs (a path, or a copy of this one), and the threads that read its stdout into
 //! the pool's channel and keep the tail of its stderr.
 
-use super::pool::{Agent, Event, Traffic};
+use super::link::{Agent, Event, Traffic};
 use super::protocol::Hello;
 use super::{AgentBin, AgentSpec, Place};
 use crate::error::usage;

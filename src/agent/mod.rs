@@ -10,6 +10,7 @@
 //! trial over every agent.
 
 pub mod launch;
+pub mod link;
 pub mod pool;
 pub mod probe;
 pub mod protocol;

@@ -1,82 +1,22 @@
 //! The coordinator's agents: started through `ssh` (or `$DBTAX_SSH_COMMAND`, or as a local
 //! subprocess), greeted (versions compared, clocks measured), and stopped at the end. Each
 //! agent's stdout is read by a thread of its own into one channel, tagged with the agent
-//! (`launch`: how an agent process is started).
+//! (`launch`: how an agent process is started; `link`: one agent as it is held).
 
-use super::protocol::{self, Hello, PROTOCOL, Reply, Request, VERSION};
-use super::{AgentOptions, AgentSpec};
+use super::AgentOptions;
+use super::link::{Agent, Event, Traffic};
+use super::protocol::{self, PROTOCOL, Reply, Request, VERSION};
 use crate::error::usage;
 use crate::server::TargetSpec;
-use anyhow::{Result, anyhow, bail};
-use std::io::Write;
-use std::process::{Child, ChildStdin};
+use anyhow::{Result, bail};
+use std::sync::Arc;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// How long an agent may take to answer `hello` (an SSH login included).
 const HELLO_TIMEOUT: Duration = Duration::from_secs(30);
 /// Clock rounds at hello; the one with the shortest round trip gives the offset.
 const CLOCK_ROUNDS: usize = 5;
-
-/// What an agent's reader thread passes on: a reply, or why there will be no more.
-pub(super) enum Event {
-    Reply(Reply),
-    Gone(String),
-}
-
-/// One running agent, greeted.
-pub struct Agent {
-    /// Where it runs.
-    pub spec: AgentSpec,
-    /// What it said of itself.
-    pub hello: Hello,
-    /// The shortest round trip measured at hello, ns.
-    pub rtt_ns: u64,
-    /// Its clock minus this host's, ns (at the shortest round trip).
-    pub offset_ns: i64,
-    pub(super) child: Child,
-    pub(super) stdin: Option<ChildStdin>,
-    pub(super) stderr: Arc<Mutex<String>>,
-    pub(super) traffic: Arc<Traffic>,
-    /// Set once it is gone: why.
-    pub(super) gone: Option<String>,
-    /// The id the next request is sent with (every answer names the request it answers).
-    pub(super) next_id: u64,
-    /// Answers to requests up to this id are dropped as they come in: their asker gave up on
-    /// them (a late answer is never taken for another request's). Shared with its reader.
-    pub(super) floor: Arc<std::sync::atomic::AtomicU64>,
-    /// Late answers dropped so far (shared with its reader).
-    pub(super) dropped: Arc<std::sync::atomic::AtomicU64>,
-}
-
-/// Messages and bytes exchanged with the agents, both ways, since the start.
-#[derive(Debug, Default)]
-pub(super) struct Traffic {
-    pub(super) messages: std::sync::atomic::AtomicU64,
-    pub(super) bytes: std::sync::atomic::AtomicU64,
-}
-
-impl Traffic {
-    pub(super) fn count(&self, bytes: usize) {
-        use std::sync::atomic::Ordering::Relaxed;
-        self.messages.fetch_add(1, Relaxed);
-        self.bytes.fetch_add(bytes as u64, Relaxed);
-    }
-
-    /// Count a line read, and parse it: the id of the request it answers (`re`; 0: none
-    /// named), and the reply.
-    pub(super) fn parse(&self, bytes: usize, line: &str) -> serde_json::Result<(u64, Reply)> {
-        self.count(bytes);
-        protocol::parse_with_id(line, "re")
-    }
-
-    /// (messages, bytes) so far.
-    pub(super) fn now(&self) -> (u64, u64) {
-        use std::sync::atomic::Ordering::Relaxed;
-        (self.messages.load(Relaxed), self.bytes.load(Relaxed))
-    }
-}
 
 /// Every agent of a run, and what they are sent.
 pub struct Pool {
@@ -94,63 +34,6 @@ impl std::fmt::Debug for Pool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let labels: Vec<String> = self.agents.iter().map(|a| a.spec.label()).collect();
         f.debug_struct("Pool").field("agents", &labels).finish()
-    }
-}
-
-impl Agent {
-    /// How messages name it.
-    pub fn label(&self) -> String {
-        self.spec.label()
-    }
-
-    /// The last lines it wrote on stderr (ssh's errors, the agent's own).
-    pub fn stderr_tail(&self) -> String {
-        let s = self.stderr.lock().unwrap_or_else(|e| e.into_inner());
-        s.trim().lines().collect::<Vec<_>>().join(" / ")
-    }
-
-    /// Send `request` under a new id, and return the id (its answers name it).
-    pub(super) fn send(&mut self, request: &Request) -> Result<u64> {
-        let label = self.label();
-        let stdin = self
-            .stdin
-            .as_mut()
-            .ok_or_else(|| anyhow!("agent {label} is closed"))?;
-        self.next_id += 1;
-        let id = self.next_id;
-        let line = protocol::line_with_id(request, "id", id)?;
-        self.traffic.count(line.len());
-        stdin
-            .write_all(line.as_bytes())
-            .and_then(|_| stdin.flush())
-            .map_err(|e| anyhow!("agent {label} is gone: writing to it failed ({e})"))?;
-        Ok(id)
-    }
-
-    /// Give up on the answers to every request up to `id`: when they come, they are dropped.
-    pub(super) fn give_up(&self, id: u64) {
-        self.floor
-            .fetch_max(id, std::sync::atomic::Ordering::SeqCst);
-    }
-
-    /// Late answers dropped so far.
-    pub(super) fn dropped(&self) -> u64 {
-        self.dropped.load(std::sync::atomic::Ordering::SeqCst)
-    }
-
-    /// Why it is gone, as one sentence naming it.
-    pub(super) fn gone_message(&mut self, why: &str) -> String {
-        let status = match self.child.try_wait() {
-            Ok(Some(s)) => format!(" ({s})"),
-            _ => String::new(),
-        };
-        let tail = self.stderr_tail();
-        let tail = if tail.is_empty() {
-            String::new()
-        } else {
-            format!(": {tail}")
-        };
-        format!("agent {} {why}{status}{tail}", self.label())
     }
 }
 

@@ -7,7 +7,7 @@
 //! (`--probe-silence`, 60 s), the reading fails with words naming the host, and the run
 //! stops (settings put back, results kept).
 
-use super::pool::Event;
+use super::link::Event;
 use super::protocol::{Reply, Request};
 use super::{AgentBin, AgentOptions, AgentSpec, Pool};
 use crate::probe::{Ask, Find, Found, Reader, Reading};

@@ -7,7 +7,8 @@
 //! a coordinator late on busy cores) reports while the coordinator still waits: that report
 //! is kept, not taken for a protocol error.
 
-use super::pool::{Event, Pool};
+use super::link::Event;
+use super::pool::Pool;
 use super::protocol::{self, AgentReport, Prepare, Reply, Request};
 use super::split;
 use crate::error::{Failure, usage};

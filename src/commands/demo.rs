@@ -4,7 +4,7 @@
 
 use crate::cli::DemoArgs;
 use crate::error::usage;
-use crate::experiment::execute::RunOptions;
+use crate::experiment::spec::RunOptions;
 use crate::server::{ManagedConfig, ServerConfig, TargetSpec};
 use anyhow::Result;
 

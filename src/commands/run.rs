@@ -6,10 +6,11 @@ use super::progress::RunDisplay;
 use crate::cli::RunArgs;
 use crate::config::run::{experiment, run_options};
 use crate::config::server_config;
-use crate::experiment::execute::{Executed, RunOptions, execute};
+use crate::experiment::execute::{Executed, execute};
 use crate::experiment::pair::execute_pair;
 use crate::experiment::session::dry_run;
 use crate::experiment::spec::Experiment;
+use crate::experiment::spec::RunOptions;
 use crate::server::{ServerConfig, TargetSpec};
 use anyhow::Result;
 

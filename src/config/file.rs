@@ -1,7 +1,7 @@
 //! The experiment file format (TOML): what a user writes, parsed into an `Experiment`. Unknown
 //! fields are errors that name the field, so a typo never silently falls back to a default.
 
-use super::run::{open_loop, stop_rule};
+use super::rules::{open_loop, stop_rule};
 use crate::error::usage;
 use crate::experiment::spec::{Experiment, RateLevel, VariantSpec, product};
 use crate::units::{parse_bytes, parse_duration};

@@ -6,6 +6,7 @@
 pub mod bench;
 pub mod file;
 pub mod presets;
+pub mod rules;
 pub mod run;
 
 use crate::cli::{TargetArgs, WorkloadArgs};

@@ -79,7 +79,7 @@ fn base(name: &str, workload: Workload, threads: Vec<u32>, repeats: u32) -> Expe
         variants: vec![],
         max_log_bytes: None,
         unguarded_logs: false,
-        seed: super::run::new_seed(),
+        seed: super::rules::new_seed(),
         queries_per_trial: None,
         managed_server_opts: vec![],
         headline_threads: None,

@@ -8,24 +8,12 @@ use super::live::LiveBench;
 use super::record::{Recorder, write_results};
 use super::runner::{self, Observer};
 use super::session::{Ready, open};
-use super::spec::Experiment;
-use crate::agent::AgentOptions;
+use super::spec::{Experiment, RunOptions};
 use crate::load::{Load, LocalLoad, TrialPlan};
 use crate::results::Results;
 use crate::server::ServerConfig;
 use anyhow::Result;
 use std::path::PathBuf;
-
-/// How to carry out a run (not what it measures, nor how it is shown).
-#[derive(Debug, Clone, Default)]
-pub struct RunOptions {
-    /// Results folder (default: ./dbtax-results/<time>-<name>/).
-    pub out: Option<PathBuf>,
-    /// A command that restarts the user's server with $DBTAX_SERVER_OPTS.
-    pub restart_cmd: Option<String>,
-    /// The agents that make the load, and how to start them (none: this process).
-    pub agents: AgentOptions,
-}
 
 /// What a run left behind.
 #[derive(Debug)]

@@ -5,7 +5,9 @@
 //! `disturbed`), the real server behind that interface (`live`), the simulated one used to
 //! validate the statistics (`sim`), and `execute`, which ties them together for one run:
 //! `session` opens and readies the server, `header` and `record` write results.json (`pair`:
-//! two servers at once).
+//! two servers at once, `sides` saying which variant runs where). `spec` also holds the
+//! options of a run (`RunOptions`: where results go, how to restart, the agents), which
+//! `config` makes.
 
 pub mod disk;
 mod disturbed;
@@ -20,6 +22,7 @@ pub mod preflight;
 pub mod record;
 pub mod runner;
 pub mod session;
+pub mod sides;
 pub mod sim;
 pub mod spec;
 mod states;

@@ -1,8 +1,8 @@
 //! Nothing measured is lost: results.json is rewritten (atomically) after every block, of
 //! each server of a two-server run, while every event goes on to the display.
 
-use super::pair::Sides;
 use super::runner::{BlockDone, Observer};
+use super::sides::Sides;
 use crate::load::TrialProgress;
 use crate::results::Results;
 use anyhow::{Context, Result};

@@ -4,12 +4,12 @@
 //! results.json's header filled in. Until the journal is begun nothing on the server has
 //! changed; an error before then is bad input or an unreachable server.
 
-use super::execute::RunOptions;
 use super::header::header;
 use super::plan::Plan;
 use super::preflight::preflight;
 use super::runner::Observer;
 use super::spec::Experiment;
+use super::spec::RunOptions;
 use crate::feature::toggle::Switcher;
 use crate::load::{Load, Target};
 use crate::results::Results;

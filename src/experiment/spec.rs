@@ -492,3 +492,14 @@ pub fn variants_for_features(features: &[String]) -> Vec<VariantSpec> {
     }
     v
 }
+
+/// How to carry out a run (not what it measures, nor how it is shown).
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    /// Results folder (default: ./dbtax-results/<time>-<name>/).
+    pub out: Option<std::path::PathBuf>,
+    /// A command that restarts the user's server with $DBTAX_SERVER_OPTS.
+    pub restart_cmd: Option<String>,
+    /// The agents that make the load, and how to start them (none: this process).
+    pub agents: crate::agent::AgentOptions,
+}

@@ -14,7 +14,7 @@
 //! block, whatever the order: no model can estimate it, and only a warm-up long enough to
 //! let the transient pass removes it (the runner's settle rule).
 
-use super::overhead::t975;
+use super::sample::t975;
 
 /// A paired block of one cell: its log ratio and its carry-over contrasts, one per term.
 #[derive(Debug, Clone, PartialEq)]
@@ -50,8 +50,8 @@ impl Fit {
 
     /// d̄ᵀ·Cov·d̄ with the fit's degrees of freedom: what the correction adds to the
     /// variance of a cell's mean, d̄ its mean contrasts.
-    pub fn extra(&self, d_mean: &[f64]) -> super::overhead::Extra {
-        super::overhead::Extra {
+    pub fn extra(&self, d_mean: &[f64]) -> super::sample::Extra {
+        super::sample::Extra {
             var: self.extra_variance(d_mean),
             df: self.df,
             used: 0.0,

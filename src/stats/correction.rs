@@ -5,7 +5,8 @@
 
 use super::carryover::{self, Fit, Obs, Pair};
 use super::cells::CellTrials;
-use super::overhead::{Extra, pct};
+use super::overhead::pct;
+use super::sample::Extra;
 use crate::results::Trial;
 
 /// The carry-over model's terms: one per preceding variant other than the first (the

@@ -3,8 +3,8 @@
 //! percentile and mean, each paired over blocks with a t interval), and its share of all the
 //! latency the variant added (mean added × statements, over the fingerprints that added any).
 
-use super::overhead::median;
 use super::paired::by_block;
+use super::sample::median;
 use crate::results::{FingerprintCost, FingerprintDelta, Trial, TrialFingerprint};
 
 fn of<'a>(t: &'a Trial, digest: &str) -> Option<&'a TrialFingerprint> {

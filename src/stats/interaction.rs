@@ -9,7 +9,8 @@
 use super::carryover::Fit;
 use super::cells::CellTrials;
 use super::correction::{Terms, mean_d, pairs};
-use super::overhead::{Extra, mean_and_variance_of_mean, t975_real, two_sided_p};
+use super::overhead::mean_and_variance_of_mean;
+use super::sample::{Extra, t975_real, two_sided_p};
 use crate::results::Interaction;
 use std::collections::BTreeMap;
 

@@ -1,4 +1,4 @@
-//! The numbers: block-paired overhead with t intervals (`overhead`), a robust companion
+//! The numbers, on Student's t and the median (`sample`): block-paired overhead with t intervals (`overhead`), a robust companion
 //! (`robust`), carry-over between trials by preceding variant (`carryover`), interactions of
 //! two factors (`interaction`), residual transients (`transient`), Holm's adjustment over
 //! every test (`holm`), per-cell summaries derived from the trials (`summary`), and B/A of
@@ -14,5 +14,6 @@ pub mod overhead;
 pub mod paired;
 pub mod ratio;
 pub mod robust;
+pub mod sample;
 pub mod summary;
 mod transient;

@@ -8,26 +8,10 @@
 //! them paired). Working on log ratios keeps the interval asymmetric in the right way and
 //! makes the estimate the geometric mean ratio, which one outlier block moves less.
 //!
-//! statrs is used for the t quantile only (its exact Mann-Whitney p-value is wrong for small
-//! samples; we do not use it).
+//! Student's t and the median are `sample`'s.
 
+use super::sample::{Extra, t975, t975_real, two_sided_p};
 use crate::results::{Estimate, Overhead, Robust};
-use statrs::distribution::{ContinuousCDF, StudentsT};
-
-/// The two-sided 95% quantile of Student's t with `df` degrees of freedom.
-pub fn t975(df: usize) -> f64 {
-    t975_real(df as f64)
-}
-
-/// `t975` for a fractional number of degrees of freedom (Welch's, Satterthwaite's).
-pub fn t975_real(df: f64) -> f64 {
-    if df.is_nan() || df <= 0.0 {
-        return f64::INFINITY;
-    }
-    StudentsT::new(0.0, 1.0, df)
-        .map(|t| t.inverse_cdf(0.975))
-        .unwrap_or(f64::INFINITY)
-}
 
 /// Welch's comparison of two independent samples: mean(b) − mean(a), its standard error
 /// and the Welch–Satterthwaite degrees of freedom. None below 2 values in either.
@@ -72,53 +56,6 @@ pub fn mean_and_variance_of_mean(xs: &[f64]) -> Option<(f64, f64)> {
 /// Mean and 95% half-width of a sample (t interval). None for fewer than 2 values.
 pub fn mean_ci(xs: &[f64]) -> Option<(f64, f64)> {
     mean_ci_with(xs, t975)
-}
-
-/// Two-sided p-value of an estimate `mean` with standard error `se` against 0, Student's t
-/// with `df` degrees of freedom. No spread, no evidence: a zero-variance sample (a
-/// sleep-bound query, a counter that cannot move) is never significant.
-pub fn two_sided_p(mean: f64, se: f64, df: f64) -> f64 {
-    if se == 0.0 || !se.is_finite() {
-        return 1.0;
-    }
-    StudentsT::new(0.0, 1.0, df)
-        .map(|t| 2.0 * (1.0 - t.cdf((mean / se).abs())))
-        .unwrap_or(1.0)
-}
-
-/// A variance added to a mean's (a correction estimated elsewhere), with the degrees of
-/// freedom it was estimated on.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct Extra {
-    /// The variance.
-    pub var: f64,
-    /// Its degrees of freedom.
-    pub df: usize,
-    /// The degrees of freedom the correction took from the sample's own spread (its
-    /// leverage there): the corrected values were fitted, and vary less than they would.
-    pub used: f64,
-}
-
-impl Extra {
-    /// The standard error of a mean whose own variance is `var` on `df` degrees of freedom
-    /// with this added, and the degrees of freedom of the sum: Welch–Satterthwaite's, never
-    /// more than the mean's own (with few blocks the correction's variance is itself
-    /// uncertain, and the quantile says so; with many it changes nothing).
-    pub fn combine(&self, var: f64, df: usize) -> (f64, f64) {
-        let own = (df as f64 - self.used).max(1.0);
-        let var = var * df as f64 / own;
-        let total = var + self.var;
-        if self.var <= 0.0 || self.df == 0 {
-            return (total.sqrt(), own);
-        }
-        let denom = var.powi(2) / own + self.var.powi(2) / self.df as f64;
-        let dfe = if denom > 0.0 {
-            total.powi(2) / denom
-        } else {
-            own
-        };
-        (total.sqrt(), dfe.min(own))
-    }
 }
 
 /// A log ratio as an overhead in percent: 100 × (1 − e^L).
@@ -191,21 +128,6 @@ pub fn half_width(o: &Overhead) -> f64 {
     (o.ci95_pct[1] - o.ci95_pct[0]) / 2.0
 }
 
-/// Median (mean of the middle two for even lengths); None when empty.
-pub fn median(xs: &[f64]) -> Option<f64> {
-    let mut v: Vec<f64> = xs.iter().copied().filter(|x| x.is_finite()).collect();
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(|a, b| a.total_cmp(b));
-    let n = v.len();
-    Some(if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -220,13 +142,6 @@ mod tests {
             .map(|(b, v)| (v / b).ln())
             .collect();
         overhead_of_corrected(&logs, Extra::default())
-    }
-
-    #[test]
-    fn t_quantiles_match_tables() {
-        assert!((t975(1) - 12.706).abs() < 1e-3);
-        assert!((t975(9) - 2.262).abs() < 1e-3);
-        assert!((t975(1000) - 1.962).abs() < 1e-3);
     }
 
     #[test]
@@ -275,13 +190,6 @@ mod tests {
     #[test]
     fn one_block_gives_no_interval() {
         assert!(paired_overhead(&[1.0], &[2.0]).is_none());
-    }
-
-    #[test]
-    fn medians() {
-        assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
-        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), Some(2.5));
-        assert_eq!(median(&[]), None);
     }
 
     #[test]

@@ -14,7 +14,7 @@
 //! The exact null distribution of the signed-rank statistic is computed here, not taken from
 //! statrs.
 
-use super::overhead::{Extra, median, t975_real, two_sided_p};
+use super::sample::{Extra, median, t975_real, two_sided_p};
 
 /// The name results.json gives the robust companion.
 pub const METHOD: &str = "trimmed-mean-20";
@@ -193,7 +193,7 @@ mod tests {
         let wm = w.iter().sum::<f64>() / 10.0;
         let sw2 = w.iter().map(|x| (x - wm).powi(2)).sum::<f64>() / 9.0;
         let se = (9.0 * sw2 / (6.0 * 5.0)).sqrt();
-        assert!((t.hi - t.est - super::super::overhead::t975(5) * se).abs() < 1e-12);
+        assert!((t.hi - t.est - super::super::sample::t975(5) * se).abs() < 1e-12);
         // t = 5.5 / 1.19 = 4.6 on 5 degrees of freedom.
         assert!((0.004..0.008).contains(&t.p_value), "{t:?}");
         assert!(

@@ -6,8 +6,9 @@
 use super::carryover::Pair;
 use super::correction::{Correction, Terms, correct, fit_carry_over, observations, pairs};
 use super::holm::holm;
-use super::overhead::{median, overhead_of_corrected, paired_test, pct};
+use super::overhead::{overhead_of_corrected, paired_test, pct};
 use super::paired::{by_block, paired_values};
+use super::sample::median;
 use crate::results::{
     Analysis, CarryOverTerm, Cell, CellRate, CpuDelta, FactorEffect, LatencyDelta, Overhead, Trial,
 };
