@@ -2,13 +2,13 @@
 
 use crate::cli::FeaturesArgs;
 use crate::config::server_config;
-use crate::server::{Server, Support, SupportContext, engines};
+use crate::server::{Server, Support, SupportContext, registry};
 use anyhow::Result;
 
 /// List the catalog, with each feature's support on the target.
 pub fn run(args: FeaturesArgs) -> Result<()> {
     if args.offline {
-        for engine in engines::all() {
+        for engine in registry::all() {
             crate::outln!("{}:", engine.title);
             for n in engine.feature_names {
                 if let Some(f) = (engine.feature)(n) {

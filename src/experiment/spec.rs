@@ -4,7 +4,7 @@
 
 use crate::agent::AgentSpec;
 use crate::error::usage;
-use crate::server::{catalog, validate_identifier};
+use crate::server::{registry, validate_identifier};
 use crate::workload::Workload;
 use anyhow::Result;
 use std::time::Duration;
@@ -352,7 +352,7 @@ impl Experiment {
                 return Err(usage(format!("two variants are named '{}'", v.name)));
             }
             for f in &v.features {
-                catalog::validate_name(f)?;
+                registry::validate_feature_name(f)?;
             }
             for o in &v.server_opts {
                 if !o.chars().next().is_some_and(|c| c.is_ascii_alphabetic()) {

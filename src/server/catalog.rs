@@ -3,9 +3,7 @@
 //! log files it writes (for log bytes per query and the disk guard). Each engine holds its own
 //! entries (`mysql/catalog.rs`, `postgres/catalog.rs`) and answers for them (`Server::feature`).
 
-use super::engines;
 use crate::error::usage;
-use anyhow::Result;
 
 /// A plugin a feature loads when the server does not have it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,20 +53,4 @@ pub fn unknown(name: &str, names: &[&str]) -> anyhow::Error {
         "unknown feature '{name}': the catalog has {} (see `dbtax features`)",
         names.join(", ")
     ))
-}
-
-/// Check a name before the server is known: it must be in some engine's catalog.
-pub fn validate_name(name: &str) -> Result<()> {
-    if engines::all().iter().any(|e| (e.feature)(name).is_some()) {
-        return Ok(());
-    }
-    let mut all: Vec<&str> = vec![];
-    for e in engines::all() {
-        for n in e.feature_names {
-            if !all.contains(n) {
-                all.push(n);
-            }
-        }
-    }
-    Err(unknown(name, &all))
 }

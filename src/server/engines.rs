@@ -1,7 +1,7 @@
-//! The one table of engines. Each engine (a folder beside this file) describes itself in an
+//! An engine's row: each engine (a folder beside this file) describes itself in an
 //! `EngineDef`: the `--target` spellings it owns, how it parses its URLs, how it opens or
-//! starts a server, its catalog's names, and how its server's CPU is counted. Everything
-//! outside the engine folders asks this table; nothing else matches on an engine.
+//! starts a server, its catalog's names, and how its server's CPU is counted. The table of
+//! rows is `registry`'s, above the engines; the engines import this shape, never the table.
 
 use super::catalog::Feature;
 use super::url::{ParsedUrl, TargetSpec};
@@ -9,8 +9,15 @@ use super::{Engine, ManagedConfig};
 use crate::workload::WorkloadKind;
 use anyhow::Result;
 
-/// What `open` hands back: the engine, the server's version, the URL's database.
-pub type Opened = (Box<dyn Engine>, String, Option<String>);
+/// What an engine's `open` hands back.
+pub struct Opened {
+    /// The engine, reaching this server.
+    pub engine: Box<dyn Engine>,
+    /// The server's version, as results.json records it.
+    pub version: String,
+    /// The URL's database, if it names one.
+    pub database: Option<String>,
+}
 
 /// How a server's CPU time is read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,32 +58,6 @@ pub struct EngineDef {
     pub point_select: WorkloadKind,
 }
 
-/// Every engine dbtax knows. A new engine is one folder and one row here.
-static ENGINES: [&EngineDef; 2] = [&super::mysql::ENGINE, &super::postgres::ENGINE];
-
-/// Every engine, in the order listings show them.
-pub fn all() -> &'static [&'static EngineDef] {
-    &ENGINES
-}
-
-/// The engine of this name.
-pub fn named(name: &str) -> Option<&'static EngineDef> {
-    ENGINES.iter().copied().find(|e| e.name == name)
-}
-
-/// The engine that owns a URL scheme.
-pub fn for_scheme(scheme: &str) -> Option<&'static EngineDef> {
-    ENGINES
-        .iter()
-        .copied()
-        .find(|e| e.schemes.contains(&scheme))
-}
-
-/// The engine whose managed server this spelling names.
-pub fn for_managed(kind: &str) -> Option<&'static EngineDef> {
-    ENGINES.iter().copied().find(|e| e.managed.contains(&kind))
-}
-
 impl EngineDef {
     /// Refuse a schema of the server's own (mysql, pg_catalog...): dbtax creates its tables
     /// and its journal there.
@@ -111,6 +92,24 @@ impl EngineDef {
             }
         }
         out
+    }
+}
+
+/// A target of one engine, made from its row.
+impl TargetSpec {
+    /// The managed server of an engine.
+    pub fn managed(engine: &EngineDef) -> TargetSpec {
+        TargetSpec::of_parts(
+            engine.name,
+            true,
+            engine.managed[0].to_string(),
+            engine.managed[0].to_string(),
+        )
+    }
+
+    /// A URL an engine made itself (a managed server's address for the agents).
+    pub fn from_parsed(engine: &EngineDef, parsed: ParsedUrl) -> TargetSpec {
+        TargetSpec::of_parts(engine.name, false, parsed.canonical, parsed.shown)
     }
 }
 

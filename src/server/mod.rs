@@ -12,6 +12,7 @@ pub mod engines;
 pub mod local;
 pub mod mysql;
 pub mod postgres;
+pub mod registry;
 pub mod url;
 pub mod value;
 
@@ -217,7 +218,11 @@ impl Server {
         managed
             .server_opts
             .extend(def.managed_start_opts(features.iter().copied()));
-        let (engine, server_version, default_schema) = (def.open)(&config.spec, &managed)?;
+        let engines::Opened {
+            engine,
+            version: server_version,
+            database: default_schema,
+        } = (def.open)(&config.spec, &managed)?;
         let (server_pid, datadir) = engine.locate();
         let neighbour_pid = match server_pid {
             Some(_) => None,
@@ -260,7 +265,11 @@ impl Server {
                 "an agent cannot start a managed server: it is sent the coordinator's URL",
             ));
         }
-        let (engine, server_version, _) = (spec.engine().open)(spec, &ManagedConfig::default())?;
+        let engines::Opened {
+            engine,
+            version: server_version,
+            ..
+        } = (spec.engine().open)(spec, &ManagedConfig::default())?;
         Ok(Server {
             spec: spec.clone(),
             schema: schema.to_string(),
@@ -361,7 +370,7 @@ impl Server {
                  server that wrote it. Nothing was changed",
                 spec.log.display(),
                 format.name(),
-                engines::named(format.family()).map_or("", |e| e.title),
+                registry::named(format.family()).map_or("", |e| e.title),
                 engine.title
             )));
         }

@@ -4,8 +4,6 @@
 //! for the engine and the agents) and the text to show (password hidden). Nothing here ever
 //! echoes a password.
 
-use super::engines::{self, EngineDef};
-use crate::error::usage;
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
@@ -38,72 +36,20 @@ pub struct ParsedUrl {
 }
 
 impl TargetSpec {
-    /// Parse a `--target` value: a managed kind, or a URL of an engine's scheme.
-    pub fn parse(s: &str) -> Result<TargetSpec> {
-        if s == "managed" || s.starts_with("managed:") {
-            let engine = engines::for_managed(s).ok_or_else(|| {
-                let all: Vec<&str> = engines::all().iter().map(|e| e.managed[0]).collect();
-                usage(format!(
-                    "unknown managed target '{s}': dbtax can start {}",
-                    all.iter()
-                        .map(|k| format!("'{k}'"))
-                        .collect::<Vec<_>>()
-                        .join(" and ")
-                ))
-            })?;
-            return Ok(TargetSpec::managed(engine));
-        }
-        let bad = |why: &str| {
-            let mut kinds: Vec<&str> = engines::all().iter().map(|e| e.managed[0]).collect();
-            kinds.extend(
-                engines::all()
-                    .iter()
-                    .flat_map(|e| e.examples.iter().copied()),
-            );
-            usage(format!(
-                "bad --target '{}': {why}. Expected {}",
-                redact_raw(s),
-                kinds.join(", ")
-            ))
-        };
-        let scheme = s
-            .split_once("://")
-            .map(|(scheme, _)| scheme)
-            .ok_or_else(|| bad("not a URL"))?;
-        let engine = engines::for_scheme(scheme)
-            .ok_or_else(|| bad(&format!("unknown scheme '{scheme}'")))?;
-        let parsed = (engine.parse_url)(s).map_err(|e| bad(&format!("{e:#}")))?;
-        Ok(TargetSpec {
-            engine: engine.name.to_string(),
-            managed: false,
-            url: parsed.canonical,
-            shown: parsed.shown,
-        })
-    }
-
-    /// The managed server of an engine.
-    pub fn managed(engine: &EngineDef) -> TargetSpec {
+    /// A target of the engine named `engine` (`registry` makes them from an engine's row:
+    /// `TargetSpec::managed`, `TargetSpec::from_parsed`).
+    pub(super) fn of_parts(engine: &str, managed: bool, url: String, shown: String) -> TargetSpec {
         TargetSpec {
-            engine: engine.name.to_string(),
-            managed: true,
-            url: engine.managed[0].to_string(),
-            shown: engine.managed[0].to_string(),
+            engine: engine.to_string(),
+            managed,
+            url,
+            shown,
         }
     }
 
-    /// A URL an engine made itself (a managed server's address for the agents).
-    pub fn from_parsed(engine: &EngineDef, parsed: ParsedUrl) -> TargetSpec {
-        TargetSpec {
-            engine: engine.name.to_string(),
-            managed: false,
-            url: parsed.canonical,
-            shown: parsed.shown,
-        }
-    }
-
-    /// The engine that owns this target.
-    pub fn engine(&self) -> &'static EngineDef {
-        engines::named(&self.engine).expect("a target names a known engine")
+    /// The name of the engine that owns this target (`registry` gives its row).
+    pub fn engine_name(&self) -> &str {
+        &self.engine
     }
 
     /// Whether dbtax starts (and throws away) this server.

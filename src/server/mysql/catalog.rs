@@ -210,7 +210,7 @@ mod tests {
 
     #[test]
     fn unknown_feature_names_the_catalog() {
-        let e = crate::server::catalog::validate_name("turbo").unwrap_err();
+        let e = crate::server::registry::validate_feature_name("turbo").unwrap_err();
         assert_eq!(crate::error::exit_code(&e), 2);
         assert!(e.to_string().contains("general-log"));
     }

@@ -97,7 +97,11 @@ fn open(spec: &TargetSpec, config: &ManagedConfig) -> Result<Opened> {
         base_opts,
         flavor,
     };
-    Ok((Box::new(engine), version, db))
+    Ok(Opened {
+        engine: Box::new(engine),
+        version,
+        database: db,
+    })
 }
 
 /// A MySQL-family server: managed or reached by URL.

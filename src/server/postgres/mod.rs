@@ -100,7 +100,11 @@ fn open(spec: &TargetSpec, config: &ManagedConfig) -> Result<Opened> {
         .query_one("SHOW server_version", &[])
         .map(|r| r.get(0))
         .unwrap_or_default();
-    Ok((Box::new(engine), format!("PostgreSQL {version}"), db))
+    Ok(Opened {
+        engine: Box::new(engine),
+        version: format!("PostgreSQL {version}"),
+        database: db,
+    })
 }
 
 /// A PostgreSQL server: managed or reached by URL.
