@@ -245,7 +245,7 @@ pub struct BenchArgs {
     pub agents: AgentArgs,
     #[command(flatten)]
     pub clients: ClientArgs,
-    /// Print one JSON object (DESIGN.md field names) instead of the summary.
+    /// Print one JSON object (a trial, with results.json's field names) instead of the summary.
     #[arg(long)]
     pub json: bool,
 }

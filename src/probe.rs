@@ -294,6 +294,33 @@ pub struct LateReading {
     pub bound_s: u64,
 }
 
+/// A trial whose two readings of the server's host were taken too far apart from its window
+/// (one of them delayed by a busy host or a slow link): the CPU and the log bytes they saw
+/// grew over another interval than the one the trial's queries were counted in, so they are
+/// not that trial's. Like a late reading, it costs the trial (the block is run again).
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "the server's host was read {host_s:.1} s apart for a trial window of {window_s:.1} s (a \
+     reading was delayed): its server CPU and log bytes are not that window's"
+)]
+pub struct ReadingsApart {
+    /// Between the host's two readings, by its own clock, s.
+    pub host_s: f64,
+    /// The trial's measured window, s.
+    pub window_s: f64,
+}
+
+/// Why a trial's readings of the server's host cannot be used, in words, when that is what
+/// `e` is (or was caused by): a reading that did not come in time, or two that came too far
+/// apart. Such a trial is lost, not the run.
+pub fn reading_lost(e: &anyhow::Error) -> Option<String> {
+    e.chain().find_map(|c| {
+        c.downcast_ref::<LateReading>()
+            .map(|l| l.to_string())
+            .or_else(|| c.downcast_ref::<ReadingsApart>().map(|a| a.to_string()))
+    })
+}
+
 /// The late reading `e` is, or was caused by.
 pub fn late_of(e: &anyhow::Error) -> Option<&LateReading> {
     e.chain().find_map(|c| c.downcast_ref::<LateReading>())

@@ -35,7 +35,7 @@ document.body.setAttribute('data-probe', JSON.stringify(figs));
 fn the_report_renders_its_charts_in_headless_chromium() {
     let results = common::fixture("general-log.json");
     let dir = tempfile::tempdir().unwrap();
-    let page = dbtax::report::html::render(&results).replace("</body>", &format!("{PROBE}</body>"));
+    let page = dbtax::report::html(&results).replace("</body>", &format!("{PROBE}</body>"));
     let file = dir.path().join("report.html");
     std::fs::write(&file, page).unwrap();
     let out = Command::new(chromium())

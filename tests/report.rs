@@ -4,7 +4,7 @@
 mod common;
 
 use common::{fixture, fixture_path};
-use dbtax::report::{charts, compare, csv, html, table};
+use dbtax::report::{self, compare, csv};
 
 #[test]
 fn fixtures_match_the_committed_schema() {
@@ -19,11 +19,11 @@ fn fixtures_match_the_committed_schema() {
 fn table_snapshot() {
     insta::assert_snapshot!(
         "table_general_log",
-        table::render(&fixture("general-log.json"))
+        report::table(&fixture("general-log.json"))
     );
     insta::assert_snapshot!(
         "table_audit_durability",
-        table::render(&fixture("audit-durability.json"))
+        report::table(&fixture("audit-durability.json"))
     );
 }
 
@@ -40,14 +40,14 @@ fn csv_snapshot_has_one_row_per_trial() {
 #[test]
 fn chart_snapshots() {
     let r = fixture("general-log.json");
-    for c in charts::all(&r) {
+    for c in report::charts(&r) {
         insta::assert_snapshot!(format!("chart_{}", c.name), c.svg);
     }
 }
 
 #[test]
 fn html_snapshot_stands_alone() {
-    let page = html::render(&fixture("general-log.json"));
+    let page = report::html(&fixture("general-log.json"));
     for forbidden in ["<script", "<link", " src=", "url(", "@import"] {
         assert!(
             !page.contains(forbidden),
@@ -174,18 +174,18 @@ fn a_rate_mode_run_reports_added_latency_and_saturation() {
     let r = fixture("rate.json");
     let errors = common::schema_errors(&serde_json::to_value(&r).unwrap());
     assert!(errors.is_empty(), "{errors:?}");
-    let text = table::render(&r);
+    let text = report::table(&r);
     assert!(text.contains("threads 2, rate 50%"), "{text}");
     assert!(
         text.contains("SATURATED"),
         "120% of capacity is past it: {text}"
     );
-    let words = dbtax::report::words::headlines(&r);
+    let words = dbtax::report::headlines(&r);
     assert_eq!(words.len(), 2, "one sentence per rate level: {words:?}");
     assert!(words[0].contains("at 50% of capacity"), "{words:?}");
     assert!(words[0].contains("to p50"), "{words:?}");
     assert!(words[1].contains("past its capacity"), "{words:?}");
-    let names: Vec<&str> = charts::all(&r).iter().map(|c| c.name).collect();
+    let names: Vec<&str> = report::charts(&r).iter().map(|c| c.name).collect();
     assert_eq!(
         names,
         [
@@ -196,7 +196,7 @@ fn a_rate_mode_run_reports_added_latency_and_saturation() {
             "log_bytes"
         ]
     );
-    let page = html::render(&r);
+    let page = report::html(&r);
     assert!(page.contains("rate 50%") && page.contains("added p99 ms"));
     let rows = csv::render(&r);
     let header: Vec<&str> = rows.lines().next().unwrap().split(',').collect();
@@ -231,7 +231,7 @@ fn too_few_blocks_are_said_not_computed() {
             c.server_cpu_delta_us = None;
         }
     }
-    let text = table::render(&r);
+    let text = report::table(&r);
     assert!(text.contains("too few blocks (2)"), "{text}");
     // The baseline is still the baseline, not a cell short of blocks.
     let off = text
@@ -239,12 +239,12 @@ fn too_few_blocks_are_said_not_computed() {
         .find(|l| l.trim_start().starts_with("off "))
         .unwrap();
     assert!(off.contains("baseline"), "{off}");
-    let words = dbtax::report::words::headlines(&r);
+    let words = dbtax::report::headlines(&r);
     assert!(
         words.iter().any(|w| w.contains("too few blocks")),
         "{words:?}"
     );
-    assert!(html::render(&r).contains("too few blocks (2)"));
+    assert!(report::html(&r).contains("too few blocks (2)"));
 }
 
 /// The steadier estimate beside the noisy one: where throughput cannot tell the cost from
@@ -274,7 +274,7 @@ fn a_cost_measured_in_cpu_and_not_in_throughput_is_said_so() {
         significant: Some(true),
         blocks: 4,
     });
-    let words = dbtax::report::words::headlines(&r).join(" ");
+    let words = dbtax::report::headlines(&r).join(" ");
     assert!(
         words.contains("+8.2 [+7.5, +8.9] µs of server CPU (+58% of the baseline's)"),
         "{words}"
@@ -293,7 +293,7 @@ fn a_cost_measured_in_cpu_and_not_in_throughput_is_said_so() {
         .as_mut()
         .unwrap();
     d.significant = Some(false);
-    let words = dbtax::report::words::headlines(&r).join(" ");
+    let words = dbtax::report::headlines(&r).join(" ");
     assert!(words.contains("server CPU within noise"), "{words}");
     assert!(!words.contains("not yet in throughput"), "{words}");
 }

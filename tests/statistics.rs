@@ -532,7 +532,7 @@ fn an_a_a_headline_over_four_thread_counts_says_no_measurable_cost() {
         let e = experiment(variants(2), threads.clone(), StopRule::Repeats(6), seed);
         let mut sim = SimulatedServer::new(seed, vec![0.0, 0.0], 0.06, 0.04);
         let out = runner::run(&e, &mut sim, &mut Silent).unwrap();
-        let words = dbtax::report::words::headlines(&results(&e, &out));
+        let words = dbtax::report::headlines(&results(&e, &out));
         assert_eq!(words.len(), 1);
         if words[0].contains("no measurable cost") || words[0].contains("no cost established") {
             quiet += 1;

@@ -7,10 +7,9 @@ use anyhow::{Context, Result};
 /// Print the table; write HTML, CSV and SVG when asked.
 pub fn run(args: ReportArgs) -> Result<()> {
     let r = report::load(&args.results)?;
-    crate::out!("{}", report::table::render(&r));
+    crate::out!("{}", report::table(&r));
     if let Some(p) = &args.html {
-        std::fs::write(p, report::html::render(&r))
-            .with_context(|| format!("writing {}", p.display()))?;
+        std::fs::write(p, report::html(&r)).with_context(|| format!("writing {}", p.display()))?;
         crate::errln!("Wrote {}", p.display());
     }
     if let Some(p) = &args.csv {

@@ -75,7 +75,7 @@ fn print_executed(mut executed: Executed, json: bool) -> Result<Executed> {
     if json {
         crate::outln!("{}", serde_json::to_string_pretty(r)?);
     } else {
-        crate::out!("{}", crate::report::table::render(r));
+        crate::out!("{}", crate::report::table(r));
         let beside = if executed.reports_written {
             " (report.html, results.csv, charts/ beside it)"
         } else {

@@ -241,7 +241,7 @@ pub fn run(
                 let t = match one_trial(exp, bench, observer, v, &at) {
                     Ok(t) => t,
                     // Not counted anyway: the warm-up goes on once the probe answers.
-                    Err(e) if crate::probe::is_late(&e) => {
+                    Err(e) if crate::probe::reading_lost(&e).is_some() => {
                         observer.status(&format!(
                             "a warm-up trial was lost to a late reading ({e:#}); the features \
                              are switched off until the probe answers"
@@ -345,9 +345,9 @@ pub fn run(
                 };
                 let mut trial = match one_trial(exp, bench, observer, v, &at) {
                     Ok(t) => t,
-                    Err(e) => match crate::probe::late_of(&e) {
-                        Some(late) => {
-                            lost = Some(late.to_string());
+                    Err(e) => match crate::probe::reading_lost(&e) {
+                        Some(words) => {
+                            lost = Some(words);
                             break;
                         }
                         None => return Err(e),

@@ -70,6 +70,10 @@ fn percentiles(hist: &hdrhistogram::Histogram<u64>) -> LatencyMs {
     }
 }
 
+/// How far (s) the host's interval between a trial's two readings may be from the trial's
+/// window, when their ratio is out of 0.5–2, before the trial is lost to it.
+const READINGS_APART_S: f64 = 0.25;
+
 /// Turn the workers' reports (this process's, or each agent's merged) and the snapshots
 /// around the measured window into a trial. `client_cpu_us`: the load's CPU in the window.
 pub fn summarize(
@@ -116,15 +120,23 @@ pub fn summarize(
     let per_query = |d: f64| d / queries as f64;
     // What was read on the server's host (its CPU, the logs' sizes, the other processes)
     // grew over that host's interval between its two readings: as rates over it, times
-    // this window (a slow link delays the two readings unequally). An interval far from
-    // the window's is not trusted: then the window's.
+    // this window (a slow link delays the two readings unequally). An interval far from the
+    // window's is not trusted: within a quarter of a second of it (a short window read here,
+    // the reading's own time) the window's is taken; further (a reading delayed by seconds)
+    // it saw another stretch of the load than the queries counted, and the trial is lost.
     let host_secs = match (before.host_mono_ns, after.host_mono_ns) {
         (b, a) if b > 0 && a > b => {
             let s = (a - b) as f64 / 1e9;
             if (0.5..=2.0).contains(&(s / secs)) {
                 s
-            } else {
+            } else if (s - secs).abs() <= READINGS_APART_S {
                 secs
+            } else {
+                return Err(crate::probe::ReadingsApart {
+                    host_s: s,
+                    window_s: secs,
+                }
+                .into());
             }
         }
         _ => secs,
@@ -300,6 +312,40 @@ mod tests {
         assert!(msg.contains("1.5 s measured window"), "{msg}");
         assert!(msg.contains("did not answer"), "{msg}");
         assert!(msg.contains("--trial"), "{msg}");
+    }
+
+    /// A trial of 1 s whose host readings were `host_ms` apart by the host's clock, the log
+    /// growing 1 MB a second there: its log bytes per query, or the error.
+    fn log_over_host(host_ms: u64, window_ms: u64) -> Result<Option<f64>> {
+        let t = Instant::now();
+        let mut report = WorkerReport::empty(false);
+        report.queries = 10_000;
+        report.events = 10_000;
+        report.latency_us.record(100).unwrap();
+        let mut before = at(t);
+        before.log_bytes = Some(0);
+        before.host_mono_ns = 5_000_000_000;
+        let mut after = at(t + Duration::from_millis(window_ms));
+        after.log_bytes = Some(host_ms * 1000);
+        after.host_mono_ns = before.host_mono_ns + host_ms * 1_000_000;
+        summarize(vec![report], &before, &after, None, 0.0).map(|t| t.log_bytes_per_query)
+    }
+
+    #[test]
+    fn log_growth_is_a_rate_over_the_hosts_interval_and_a_delayed_reading_loses_the_trial() {
+        // Read 0.9 s apart on the host for a 1 s window: 1 MB/s × 1 s / 10,000 queries.
+        let b = log_over_host(900, 1000).unwrap().unwrap();
+        assert!((b - 100.0).abs() < 1e-6, "{b}");
+        // A short window read here with the reading's own time: the window's.
+        assert!(log_over_host(30, 10).unwrap().is_some());
+        // The after reading 2.5 s late (the case issue 34's suite met: 15.8 bytes a query
+        // where the log wrote 52): lost, in words, not a figure of another interval.
+        let e = log_over_host(800, 3300).unwrap_err();
+        let words = crate::probe::reading_lost(&e).expect("a lost reading");
+        assert!(
+            words.contains("0.8 s apart for a trial window of 3.3 s"),
+            "{words}"
+        );
     }
 
     /// 10,000 statements in one second; the server counted 18,000 between its two reads.

@@ -1,10 +1,8 @@
 //! report.html: one self-contained page (inline CSS and SVG, nothing fetched): the answer in
 //! words, the tables, the charts, the environment and the warnings.
 
-use super::charts;
-use super::interval::Interval;
 use super::svg::esc;
-use super::table::overhead_text;
+use super::view::View;
 use crate::results::Results;
 use std::fmt::Write;
 
@@ -20,12 +18,8 @@ th{background:#fafafa}td:first-child,th:first-child{text-align:left}
 code,pre{background:#f5f5f5;padding:.1em .3em;border-radius:3px;white-space:pre-wrap}
 .meta td{text-align:left}";
 
-fn f1(v: Option<f64>) -> String {
-    v.map(|x| format!("{x:.1}")).unwrap_or_else(|| "–".into())
-}
-
-/// Render the report page.
-pub fn render(r: &Results) -> String {
+/// Render the report page, as the run's view shows it.
+pub fn render(r: &Results, view: &dyn View) -> String {
     let mut s = String::new();
     let kind = r
         .workload
@@ -45,9 +39,8 @@ pub fn render(r: &Results) -> String {
             " — <b>incomplete: the run was interrupted or failed</b>"
         }
     );
-    let view = super::view::of(r);
     s += "<div class=\"answer\"><ul>\n";
-    for h in super::words::headlines(r) {
+    for h in super::words::headlines(r, view) {
         let _ = writeln!(s, "<li>{}</li>", esc(&h));
     }
     s += "</ul></div>\n";
@@ -140,42 +133,4 @@ pub fn render(r: &Results) -> String {
     s += &esc(&super::csv::render(r));
     s += "</pre></details>\n<p style=\"color:#888\">Made by dbtax. This page loads nothing from the network.</p>\n</body></html>\n";
     s
-}
-
-/// Closed loop's results: what the overhead is, then one table per thread count.
-pub(super) fn by_threads(r: &Results) -> String {
-    let mut s = String::new();
-    s += "<h2>Results</h2>\n<p>Overhead = 100 × (1 − qps<sub>variant</sub> / qps<sub>baseline</sub>) from block-paired ratios, with a 95% confidence interval; \"within noise\" when the interval spans 0.</p>\n";
-    for t in charts::thread_counts(r) {
-        let _ = writeln!(
-            s,
-            "<h3>{t} client thread{}</h3>\n<table><tr><th>variant</th><th>qps (median)</th><th>blocks</th><th>overhead [95% CI]</th><th>p95 ms</th><th>server CPU µs/query</th><th>Δ server CPU µs/query [95% CI]</th><th>log bytes/query</th></tr>",
-            if t == 1 { "" } else { "s" }
-        );
-        for c in r.cells.iter().filter(|c| c.threads == t) {
-            let class = match &c.overhead {
-                Some(o) if o.significant => "sig",
-                Some(_) => "noise",
-                None => "",
-            };
-            let delta = c
-                .server_cpu_delta_us
-                .as_ref()
-                .map(|d| Interval::estimate(&d.estimate).to_string())
-                .unwrap_or_else(|| "–".into());
-            let _ = writeln!(
-                s,
-                "<tr><td>{}</td><td>{:.0}</td><td>{}</td><td class=\"{class}\">{}</td><td>{:.3}</td><td>{}</td><td>{delta}</td><td>{}</td></tr>",
-                esc(&c.variant),
-                c.qps_median,
-                c.trials.len(),
-                esc(&overhead_text(r, c)),
-                c.p95_ms_median,
-                f1(c.server_cpu_us_per_query_median),
-                f1(c.log_bytes_per_query_median)
-            );
-        }
-        s += "</table>\n";
-    }
-    s + &super::analysis::html(r)
 }

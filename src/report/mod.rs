@@ -1,9 +1,11 @@
-//! Renderers: results in, text or bytes out. Each is pure and snapshot-tested; `write_all`
-//! puts every artefact of a run into its directory.
+//! Renderers: results in, text or bytes out. Each is pure and snapshot-tested. A run is shown
+//! through its view, chosen here once (`view`: `closed` or `rate`) and handed to the table,
+//! the page and the words; `write_all` puts every artefact of a run into its directory.
 
 pub mod agents;
 pub mod analysis;
 pub mod charts;
+pub mod closed;
 pub mod compare;
 pub mod csv;
 pub mod html;
@@ -18,15 +20,36 @@ pub mod words;
 use crate::results::Results;
 use anyhow::{Context, Result};
 use std::path::Path;
+use view::View;
 
-/// Whether a variant is compared with nothing (its own baseline; in results written before
-/// `baseline` was recorded, the first variant).
-pub fn is_baseline(r: &Results, variant: &str) -> bool {
-    r.variants
-        .iter()
-        .enumerate()
-        .find(|(_, v)| v.name == variant)
-        .is_some_and(|(i, v)| v.baseline == v.name || (v.baseline.is_empty() && i == 0))
+/// The view of a run, chosen once: at a rate when it ran open loop (`rate`), else closed
+/// loop (`closed`). Every renderer is handed it.
+pub fn view(r: &Results) -> Box<dyn View + '_> {
+    if r.rate.is_some() {
+        Box::new(rate::RateView(r))
+    } else {
+        Box::new(closed::ClosedLoop(r))
+    }
+}
+
+/// The terminal table of a run.
+pub fn table(r: &Results) -> String {
+    table::render(r, &*view(r))
+}
+
+/// The report page of a run.
+pub fn html(r: &Results) -> String {
+    html::render(r, &*view(r))
+}
+
+/// The answer in words, one sentence per variant, and what the reader must know to take them.
+pub fn headlines(r: &Results) -> Vec<String> {
+    words::headlines(r, &*view(r))
+}
+
+/// Every chart of a run's report.
+pub fn charts(r: &Results) -> Vec<charts::Chart> {
+    view(r).charts()
 }
 
 /// Write report.html, results.csv and charts/*.svg into `dir`.
@@ -35,7 +58,7 @@ pub fn write_all(dir: &Path, r: &Results) -> Result<()> {
         let p = dir.join(name);
         std::fs::write(&p, body).with_context(|| format!("writing {}", p.display()))
     };
-    write("report.html", html::render(r))?;
+    write("report.html", html(r))?;
     write("results.csv", csv::render(r))?;
     write_charts(&dir.join("charts"), r)
 }
@@ -43,7 +66,7 @@ pub fn write_all(dir: &Path, r: &Results) -> Result<()> {
 /// Write each chart as its own SVG file.
 pub fn write_charts(dir: &Path, r: &Results) -> Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    for c in charts::all(r) {
+    for c in charts(r) {
         let p = dir.join(format!("{}.svg", c.name));
         std::fs::write(&p, c.svg).with_context(|| format!("writing {}", p.display()))?;
     }

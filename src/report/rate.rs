@@ -276,7 +276,7 @@ fn table(r: &Results, width: usize) -> String {
                 c.trials.len(),
                 rate.p50_ms_median,
                 rate.p99_ms_median,
-                if is_baseline(r, c) {
+                if r.is_baseline(&c.variant) {
                     "baseline".into()
                 } else {
                     delta_text(d.map(|d| &d.p50))
@@ -294,12 +294,6 @@ fn table(r: &Results, width: usize) -> String {
         }
     }
     s
-}
-
-fn is_baseline(r: &Results, c: &Cell) -> bool {
-    r.variants
-        .iter()
-        .any(|v| v.name == c.variant && v.baseline == v.name)
 }
 
 /// The HTML tables: one per load point.

@@ -1,10 +1,9 @@
-//! How a run is shown, chosen once: closed loop (the throughput overhead, by thread count) or
-//! at a rate (added latency and server CPU, by load point: `rate`). The table, the words, the
-//! HTML and the charts each ask the run's `View` for their part; none of them forks on the
-//! mode itself.
+//! How a run is shown: closed loop (the throughput overhead, by thread count: `closed`) or
+//! at a rate (added latency and server CPU, by load point: `rate`), each a `View`. The table,
+//! the words, the HTML and the charts are handed the run's view (`report::view` chooses it)
+//! and ask it for their part; none of them forks on the mode itself.
 
 use super::charts::Chart;
-use crate::results::Results;
 
 /// One way of showing a run's cells.
 pub trait View {
@@ -18,40 +17,4 @@ pub trait View {
     fn html(&self) -> String;
     /// Every chart of the report.
     fn charts(&self) -> Vec<Chart>;
-}
-
-/// The view of a run: at a rate when it ran open loop, else closed loop.
-pub fn of(r: &Results) -> Box<dyn View + '_> {
-    if r.rate.is_some() {
-        Box::new(super::rate::RateView(r))
-    } else {
-        Box::new(ClosedLoop(r))
-    }
-}
-
-/// Closed loop: each variant's throughput overhead against its baseline, by thread count.
-struct ClosedLoop<'a>(&'a Results);
-
-impl View for ClosedLoop<'_> {
-    fn headlines(&self) -> Vec<String> {
-        let mut h = super::words::closed_loop_headlines(self.0);
-        h.extend(super::analysis::headlines(self.0));
-        h
-    }
-
-    fn method(&self) -> Option<String> {
-        super::words::closed_loop_method(self.0)
-    }
-
-    fn table(&self, width: usize) -> String {
-        super::table::by_threads(self.0, width)
-    }
-
-    fn html(&self) -> String {
-        super::html::by_threads(self.0)
-    }
-
-    fn charts(&self) -> Vec<Chart> {
-        super::charts::by_threads(self.0)
-    }
 }

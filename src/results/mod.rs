@@ -1,5 +1,7 @@
 //! The one set of result types every output is derived from (table, JSON, CSV, HTML), as in
-//! hyperfine's `BenchmarkResult`. Field names are the contract of DESIGN.md "Results".
+//! hyperfine's `BenchmarkResult`. Field names are a contract: users' scripts and the tests
+//! read them, and `schema/results.schema.json` (every test that writes results checks it)
+//! describes them.
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -483,4 +485,16 @@ pub struct Results {
     /// this process made it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub agents: Vec<AgentInfo>,
+}
+
+impl Results {
+    /// Whether a variant is compared with nothing: its own baseline (in results written
+    /// before `baseline` was recorded, the first variant). The one rule every view uses.
+    pub fn is_baseline(&self, variant: &str) -> bool {
+        self.variants
+            .iter()
+            .enumerate()
+            .find(|(_, v)| v.name == variant)
+            .is_some_and(|(i, v)| v.baseline == v.name || (v.baseline.is_empty() && i == 0))
+    }
 }

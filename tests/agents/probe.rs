@@ -196,15 +196,40 @@ pub(crate) fn a_server_elsewhere_is_read_through_its_probe(ctx: &Ctx) {
         "{h}"
     );
     assert!(v.get("unguarded_logs").is_none_or(|u| u == false), "{v}");
+    // Every trial in the order it ran, for the messages below.
+    let mut ran: Vec<String> = v["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|c| {
+            c["trials"].as_array().unwrap().iter().map(move |t| {
+                format!(
+                    "{} b{} p{} {} after {} log {}",
+                    t["started_at"],
+                    t["block"],
+                    t["position"],
+                    c["variant"],
+                    t["after"],
+                    t["log_bytes_per_query"]
+                )
+            })
+        })
+        .collect();
+    ran.sort();
+    let ran = format!(
+        "{ran:#?}\ndisturbed: {}\n{}",
+        v["disturbed_blocks"],
+        text(&o)
+    );
     for c in v["cells"].as_array().unwrap() {
         for t in c["trials"].as_array().unwrap() {
             assert!(t["server_cpu_us_per_query"].as_f64().unwrap() > 0.0, "{t}");
             assert!(t["host_other_cpu_pct"].is_number(), "{t}");
             let bytes = t["log_bytes_per_query"].as_f64().unwrap();
             if c["variant"] == "general-log" {
-                assert!(bytes > 20.0, "{t}");
+                assert!(bytes > 20.0, "{t}\n{ran}");
             } else {
-                assert_eq!(bytes, 0.0, "{t}");
+                assert_eq!(bytes, 0.0, "{t}\n{ran}");
             }
         }
     }

@@ -67,10 +67,10 @@ fn cells_of(
 /// Every view of `r`, rendered (each must return, whatever the cells hold).
 fn render_all(r: &Results) -> usize {
     let mut n = 0;
-    n += dbtax::report::table::render(r).len();
+    n += dbtax::report::table(r).len();
     n += dbtax::report::csv::render(r).len();
-    n += dbtax::report::html::render(r).len();
-    n += dbtax::report::words::headlines(r).concat().len();
+    n += dbtax::report::html(r).len();
+    n += dbtax::report::headlines(r).concat().len();
     n += serde_json::to_string(r).expect("serializes").len();
     n
 }

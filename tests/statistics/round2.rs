@@ -176,7 +176,7 @@ fn claims(runs: &[Run], exp: impl Fn(u64) -> Experiment, base: u64) -> usize {
         .enumerate()
         .filter(|(i, r)| {
             let e = exp(base + *i as u64);
-            dbtax::report::words::headlines(&results(&e, &r.out))
+            dbtax::report::headlines(&results(&e, &r.out))
                 .iter()
                 .any(|h| h.contains(" costs ") || h.contains(" raises "))
         })
