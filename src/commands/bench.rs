@@ -10,7 +10,6 @@ use anyhow::Result;
 
 /// Run `dbtax bench`.
 pub fn run(args: BenchArgs) -> Result<()> {
-    crate::load::set_client_threads(args.clients.client_threads);
     let b = crate::config::bench::bench(&args)?;
     let json = args.json;
     let say = |m: &str| {

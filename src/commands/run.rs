@@ -16,7 +16,6 @@ use anyhow::Result;
 
 /// Run `dbtax run`.
 pub fn run(args: RunArgs) -> Result<()> {
-    crate::load::set_client_threads(args.clients.client_threads);
     let exp = experiment(&args)?;
     let opts = run_options(&args, &exp)?;
     let config = server_config(&args.target, exp.target.as_deref())?;

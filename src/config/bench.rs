@@ -76,6 +76,7 @@ pub fn bench(args: &BenchArgs) -> Result<Bench> {
         plan: TrialPlan {
             warmup: args.warmup,
             queries: args.queries,
+            client_threads: args.clients.client_threads,
             ..TrialPlan::timed(args.threads, args.duration)
         },
         rate,

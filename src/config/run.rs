@@ -20,6 +20,7 @@ pub fn run_options(args: &RunArgs, exp: &Experiment) -> Result<RunOptions> {
     Ok(RunOptions {
         out: args.out.clone(),
         restart_cmd: args.restart_cmd.clone(),
+        client_threads: args.clients.client_threads,
         agents: AgentOptions::new(
             exp.agents.clone(),
             // --agent-bin also names the probe's binary (--server-host).

@@ -31,10 +31,11 @@ pub struct Executed {
 }
 
 /// The trial every block runs, before its thread count and rate are set.
-pub(super) fn trial_plan(exp: &Experiment) -> TrialPlan {
+pub(super) fn trial_plan(exp: &Experiment, opts: &RunOptions) -> TrialPlan {
     TrialPlan {
         warmup: exp.warmup,
         queries: exp.queries_per_trial,
+        client_threads: opts.client_threads,
         ..TrialPlan::timed(1, exp.trial)
     }
 }
@@ -65,7 +66,7 @@ pub fn execute(
         (&mut server, &prepared, &plan),
         load.as_mut(),
         switcher,
-        trial_plan(exp),
+        trial_plan(exp, opts),
         exp.max_log_bytes,
     );
     let mut recorder = Recorder {

@@ -53,14 +53,14 @@ pub fn execute_pair(
                 (&mut a.server, &a.prepared, &a.plan),
                 &mut load_a,
                 a.switcher,
-                trial_plan(exp),
+                trial_plan(exp, opts),
                 exp.max_log_bytes,
             ),
             b: LiveBench::new(
                 (&mut b.server, &b.prepared, &b.plan),
                 &mut load_b,
                 b.switcher,
-                trial_plan(exp),
+                trial_plan(exp, opts),
                 exp.max_log_bytes,
             ),
         };

@@ -502,4 +502,6 @@ pub struct RunOptions {
     pub restart_cmd: Option<String>,
     /// The agents that make the load, and how to start them (none: this process).
     pub agents: crate::agent::AgentOptions,
+    /// How this process's clients run (`--client-threads`; None: by the connection count).
+    pub client_threads: Option<u32>,
 }

@@ -24,11 +24,6 @@ use std::time::Duration;
 
 pub use schedule::{Arrival, Rate};
 
-/// How this process's clients run (`--client-threads`): 0 = decide by the connection count,
-/// 1 + N = the event loop on N threads, `THREAD_PER_CONNECTION` = one thread each.
-static CLIENT_THREADS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-const THREAD_PER_CONNECTION: usize = usize::MAX;
-
 /// How the clients of a trial run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Execution {
@@ -36,17 +31,6 @@ pub enum Execution {
     ThreadPerConnection,
     /// This many threads, each driving its share of the connections through epoll.
     EventLoop(usize),
-}
-
-/// `--client-threads`: None decides by the connection count; Some(0) one thread per
-/// connection; Some(n) the event loop on n threads.
-pub fn set_client_threads(n: Option<u32>) {
-    let v = match n {
-        None => 0,
-        Some(0) => THREAD_PER_CONNECTION,
-        Some(n) => 1 + n as usize,
-    };
-    CLIENT_THREADS.store(v, std::sync::atomic::Ordering::Relaxed);
 }
 
 /// Connections from which the event loop wins when nothing is asked. Measured against
@@ -60,13 +44,14 @@ fn allowed_cpus() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
-/// How `connections` clients run here.
-pub fn execution(connections: usize) -> Execution {
-    match CLIENT_THREADS.load(std::sync::atomic::Ordering::Relaxed) {
-        THREAD_PER_CONNECTION => Execution::ThreadPerConnection,
-        0 if connections < EVENT_LOOP_FROM => Execution::ThreadPerConnection,
-        0 => Execution::EventLoop(allowed_cpus().clamp(1, connections)),
-        n => Execution::EventLoop((n - 1).clamp(1, connections)),
+/// How `connections` clients run here, as `asked` (`--client-threads`: None decides by the
+/// connection count; Some(0) one thread per connection; Some(n) the event loop on n threads).
+pub fn execution(connections: usize, asked: Option<u32>) -> Execution {
+    match asked {
+        Some(0) => Execution::ThreadPerConnection,
+        None if connections < EVENT_LOOP_FROM => Execution::ThreadPerConnection,
+        None => Execution::EventLoop(allowed_cpus().clamp(1, connections)),
+        Some(n) => Execution::EventLoop((n as usize).clamp(1, connections)),
     }
 }
 
@@ -83,6 +68,9 @@ pub struct TrialPlan {
     pub queries: Option<u64>,
     /// Open loop: events start on a schedule at this rate (None: closed loop).
     pub rate: Option<Rate>,
+    /// How this process's clients run (`--client-threads`; `execution`): None decides by
+    /// the connection count.
+    pub client_threads: Option<u32>,
 }
 
 /// Rate mode's calibration measures closed-loop capacity for at least this long.
@@ -97,6 +85,7 @@ impl TrialPlan {
             warmup: Duration::ZERO,
             queries: None,
             rate: None,
+            client_threads: None,
         }
     }
 

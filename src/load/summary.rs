@@ -314,14 +314,20 @@ mod tests {
         assert!(msg.contains("--trial"), "{msg}");
     }
 
-    /// A trial of 1 s whose host readings were `host_ms` apart by the host's clock, the log
-    /// growing 1 MB a second there: its log bytes per query, or the error.
-    fn log_over_host(host_ms: u64, window_ms: u64) -> Result<Option<f64>> {
-        let t = Instant::now();
+    /// 10,000 statements measured, each 100 µs.
+    fn ten_thousand() -> WorkerReport {
         let mut report = WorkerReport::empty(false);
         report.queries = 10_000;
         report.events = 10_000;
         report.latency_us.record(100).unwrap();
+        report
+    }
+
+    /// A trial of `window_ms` whose host readings were `host_ms` apart by the host's clock,
+    /// the log growing 1 MB a second there: its log bytes per query, or the error.
+    fn log_over_host(host_ms: u64, window_ms: u64) -> Result<Option<f64>> {
+        let t = Instant::now();
+        let report = ten_thousand();
         let mut before = at(t);
         before.log_bytes = Some(0);
         before.host_mono_ns = 5_000_000_000;
@@ -353,10 +359,7 @@ mod tests {
     /// lag likewise.
     fn questions_trial((lag, read_s): (Option<u64>, f64), after_lag: Option<u64>) -> Trial {
         let t = Instant::now();
-        let mut report = WorkerReport::empty(false);
-        report.queries = 10_000;
-        report.events = 10_000;
-        report.latency_us.record(100).unwrap();
+        let report = ten_thousand();
         let mut before = at(t);
         before.status.insert("Questions".into(), 1_000.0);
         (before.read_lag_events, before.status_read_s) = (lag, read_s);

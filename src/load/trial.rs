@@ -179,7 +179,7 @@ pub fn with_workers<R>(
     };
     let t0 = Instant::now();
     let mut clients = clients;
-    let model = match super::execution(threads) {
+    let model = match super::execution(threads, plan.client_threads) {
         Execution::EventLoop(n) if evented::can_run(&mut clients) => n,
         _ => 0,
     };
