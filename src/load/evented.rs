@@ -486,9 +486,9 @@ impl Thread<'_> {
                 slot.client = c.resume(&slot.client);
                 self.attach(key, slot);
             }
-            Err(e) => {
-                self.report.lost += 1;
-                self.end(slot, format!("{why}; reconnect: {e}"));
+            Err(gave_up) => {
+                let why = gave_up.record(&mut self.report, why);
+                self.end(slot, why);
             }
         }
     }

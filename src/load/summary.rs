@@ -109,8 +109,8 @@ pub fn summarize(
     {
         let pauses = worker::RECONNECT_PAUSES_MS;
         bail!(
-            "{} of the trial's connections were lost and could not be made again ({} tries \
-             over {:.2} s), so the trial did not run at its thread count: {f}",
+            "{} of the trial's connections were lost and could not be made again (up to {} \
+             tries over {:.2} s), so the trial did not run at its thread count: {f}",
             all.lost,
             pauses.len(),
             pauses.iter().sum::<u64>() as f64 / 1000.0

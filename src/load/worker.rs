@@ -334,9 +334,9 @@ pub fn run_worker(
                 if e.lost() {
                     match reconnect(connector, shared, false) {
                         Ok(c) => client = c.resume(&client),
-                        Err(e2) => {
-                            report.fatal = Some(format!("connection lost: {e}; reconnect: {e2}"));
-                            report.lost += 1;
+                        Err(gave_up) => {
+                            let why = gave_up.record(&mut report, &format!("connection lost: {e}"));
+                            report.fatal = Some(why);
                             break;
                         }
                     }
@@ -357,10 +357,13 @@ pub fn run_worker(
 /// kills, a connection limit reached for a moment) may refuse or time out one attempt, so
 /// up to five are made, over 2.35 s, while the trial goes on (`once`: one attempt, for a
 /// thread that already saw every try fail: a server that is gone is not waited for again per
-/// connection). The last error when none succeeds.
-pub fn reconnect(connector: &Connector, shared: &Shared, once: bool) -> Result<Client, DbError> {
+/// connection). When none succeeds: the last error, how many tries were made, and whether
+/// the trial was still on when they ran out (not: its window closed first, and the
+/// connection was down only for the rest of it, like an event that failed).
+pub fn reconnect(connector: &Connector, shared: &Shared, once: bool) -> Result<Client, GaveUp> {
     let pauses: &[u64] = if once { &[0] } else { &RECONNECT_PAUSES_MS };
     let mut last = None;
+    let mut tries = 0;
     for &pause_ms in pauses {
         if pause_ms > 0 {
             if shared.phase.load(Ordering::Relaxed) == PHASE_STOP {
@@ -368,12 +371,38 @@ pub fn reconnect(connector: &Connector, shared: &Shared, once: bool) -> Result<C
             }
             std::thread::sleep(Duration::from_millis(pause_ms));
         }
+        tries += 1;
         match connector.connect() {
             Ok(c) => return Ok(c),
             Err(e) => last = Some(e),
         }
     }
-    Err(last.expect("at least one attempt"))
+    Err(GaveUp {
+        error: last.expect("at least one attempt"),
+        tries,
+        in_window: shared.phase.load(Ordering::Relaxed) != PHASE_STOP,
+    })
+}
+
+/// Why a lost connection was not made again.
+pub struct GaveUp {
+    /// The last attempt's error.
+    pub error: DbError,
+    /// Attempts made.
+    pub tries: usize,
+    /// They ran out while the trial was on: the connection is lost for good to it.
+    pub in_window: bool,
+}
+
+impl GaveUp {
+    /// Count it in `report` (a connection lost for good when the trial was on), and say why.
+    pub fn record(&self, report: &mut WorkerReport, why: &str) -> String {
+        if self.in_window {
+            report.lost += 1;
+        }
+        let tries = if self.tries == 1 { "try" } else { "tries" };
+        format!("{why}; reconnect ({} {tries}): {}", self.tries, self.error)
+    }
 }
 
 /// The pauses before each attempt to connect again (ms): five tries over 2.35 s.

@@ -117,7 +117,7 @@ pub(crate) fn the_lean_clients_survive_big_rows_errors_and_killed_connections(ct
 }
 
 /// Connections killed while the server cannot be reached for a moment (its socket renamed
-/// away for 400 ms, as a busy server's full accept queue or a restarting proxy refuses a
+/// away for 600 ms, as a busy server's full accept queue or a restarting proxy refuses a
 /// connection): every client connects again once it can, in both execution models, and the
 /// trial runs at its thread count to the end. (Before the clients tried a few times, one
 /// refused reconnect left that client out for the rest of the trial without a word: the
@@ -128,6 +128,14 @@ pub(crate) fn connections_killed_while_the_server_refuses_new_ones_come_back(ctx
         .unwrap();
     let url = ctx.url("t_clients");
     for model in MODELS {
+        // The sessions of an earlier bench still finish their SLEEP on the server after it
+        // left: none may be taken for this bench's.
+        wait_for("the earlier sleeps to end", Duration::from_secs(30), || {
+            ctx.count(
+                "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE \
+                 'SELECT SLEEP%'",
+            ) == 0
+        });
         let socket = ctx.socket.clone();
         let killer = std::thread::spawn(move || {
             let mut root = common::root(&socket);
@@ -144,34 +152,56 @@ pub(crate) fn connections_killed_while_the_server_refuses_new_ones_come_back(ctx
                 std::thread::sleep(Duration::from_millis(50));
             }
             std::thread::sleep(Duration::from_millis(700));
-            // The server listens on, but no new connection finds it by its path.
-            let away = socket.with_extension("away");
-            std::fs::rename(&socket, &away).unwrap();
             let ids = sleeping(&mut root);
-            for id in &ids {
-                let _ = root.query_drop(format!("KILL CONNECTION {id}"));
+            // One session per kill, opened while the socket is there: the kills go in at once
+            // (one KILL can take seconds on a crowded machine).
+            let killers: Vec<mysql::Conn> = ids.iter().map(|_| common::root(&socket)).collect();
+            // The server listens on, but no new connection finds it by its path, for 600 ms
+            // however long the kills take (well inside the clients' 2.35 s of tries).
+            let away = socket.with_extension("away");
+            let gone = Instant::now();
+            std::fs::rename(&socket, &away).unwrap();
+            let back = {
+                let (away, socket) = (away.clone(), socket.clone());
+                std::thread::spawn(move || {
+                    std::thread::sleep(Duration::from_millis(600));
+                    std::fs::rename(&away, &socket).unwrap();
+                    gone.elapsed()
+                })
+            };
+            let kills: Vec<_> = ids
+                .iter()
+                .zip(killers)
+                .map(|(id, mut c)| {
+                    let id = *id;
+                    std::thread::spawn(move || {
+                        let _ = c.query_drop(format!("KILL CONNECTION {id}"));
+                    })
+                })
+                .collect();
+            for k in kills {
+                k.join().unwrap();
             }
-            std::thread::sleep(Duration::from_millis(400));
-            std::fs::rename(&away, &socket).unwrap();
-            ids.len() as u64
+            let killed_in = gone.elapsed();
+            let back = back.join().unwrap();
+            (
+                ids.len() as u64,
+                format!("killed {ids:?} in {killed_in:?}, back after {back:?}"),
+            )
         });
         let o = bench_query(ctx, &url, "SELECT SLEEP(0.2)", "4s", model);
-        let killed = killer.join().unwrap();
+        let (killed, how) = killer.join().unwrap();
         assert!(killed > 0, "{model}: nothing to kill");
-        ok(&o);
+        assert_eq!(o.status.code(), Some(0), "{model}: {how}\n{}", text(&o));
         let v = json_of(&o);
         assert_eq!(v["errors"].as_u64(), Some(killed), "{model}: {v}");
-        // 3 clients × 5 statements a second for 4 s: 60, less what the kill and the moment
-        // without the socket cost (under 1 s of each client's time: 15). Clients left out
-        // after the kill (about 1 s in) would leave about 15.
+        // The clients came back: the second half of the trial ran (all left out, it runs
+        // nothing, as issue 34's red suite saw), and more ran than the 15 or so that 3 clients
+        // manage before a kill about 1 s in (a neighbour on the CPU slows what ran, not this).
         let queries = v["queries"].as_u64().unwrap();
-        assert!(queries >= 36, "{model}: {queries} queries: {v}");
-        // Both halves of the trial ran: the clients came back.
+        assert!(queries >= 20, "{model}: {queries} queries: {how}\n{v}");
         let halves = v["halves_qps"].as_array().expect("halves");
-        assert!(
-            halves.iter().all(|h| h.as_f64().unwrap() > 3.0),
-            "{model}: {v}"
-        );
+        assert!(halves[1].as_f64().unwrap() > 3.0, "{model}: {how}\n{v}");
     }
 }
 
@@ -270,6 +300,13 @@ pub(crate) fn the_servers_own_logs_read_back_as_the_sessions_ran_them(ctx: &Ctx)
         .unwrap();
     let session = c.connection_id() as u64;
     drop(c);
+    // The server logs the session's Quit when its thread gets to it: on a busy machine after
+    // the logs would be switched off here, unless the session is waited out.
+    wait_for("the session to end", Duration::from_secs(30), || {
+        ctx.count(&format!(
+            "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = {session}"
+        )) == 0
+    });
     for q in [
         "SET GLOBAL general_log = OFF",
         "SET GLOBAL slow_query_log = OFF",
