@@ -458,8 +458,11 @@ mod tests {
         // 400 ms of a spinning shell: at least a quarter of it even on a crowded machine
         // (two cores); our own 300 ms of spinning counted nothing like that.
         assert!(busy > 100_000_000, "the hog: {busy} ns");
+        // (Ours is what every process used less what the others did, each read in turn while
+        // neighbours spin: a third of our 300 ms of CPU is lost to that at worst; counted
+        // among the others, ours would be about 0.)
         assert!(
-            ours > 200_000_000,
+            ours > 100_000_000,
             "our own spin was counted among the others: {ours} ns"
         );
     }
