@@ -241,16 +241,18 @@ pub fn run(
                 let t = match one_trial(exp, bench, observer, v, &at) {
                     Ok(t) => t,
                     // Not counted anyway: the warm-up goes on once the probe answers.
-                    Err(e) if crate::probe::reading_lost(&e).is_some() => {
-                        observer.status(&format!(
-                            "a warm-up trial was lost to a late reading ({e:#}); the features \
-                             are switched off until the probe answers"
-                        ));
-                        bench.after_late_reading(observer)?;
-                        index += 1;
-                        continue;
-                    }
-                    Err(e) => return Err(e),
+                    Err(e) => match crate::probe::reading_lost(&e) {
+                        Some(words) => {
+                            observer.status(&format!(
+                                "a warm-up trial was lost: {words}; the features are switched \
+                                 off until the probe answers"
+                            ));
+                            bench.after_late_reading(observer)?;
+                            index += 1;
+                            continue;
+                        }
+                        None => return Err(e),
+                    },
                 };
                 seen.extend(others_of(&t).map(|(p, _)| p));
                 index += 1;

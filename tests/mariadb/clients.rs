@@ -13,18 +13,22 @@ fn bench_query(ctx: &Ctx, url: &str, query: &str, secs: &str, model: &str) -> Ou
     ctx.run(&common::bench_query_args(url, query, secs, model))
 }
 
+/// The other sessions running a statement that starts with `like`.
+fn running(root: &mut mysql::Conn, like: &str) -> Vec<u64> {
+    root.query(format!(
+        "SELECT ID FROM information_schema.PROCESSLIST WHERE INFO LIKE '{like}%' \
+         AND ID <> CONNECTION_ID()"
+    ))
+    .unwrap()
+}
+
 /// Kill every connection running `like` (as root) once, after `after`; returns how many.
 fn kill_running(socket: &Path, like: &str, after: Duration) -> std::thread::JoinHandle<u64> {
     let (socket, like) = (socket.to_path_buf(), like.to_string());
     std::thread::spawn(move || {
         std::thread::sleep(after);
         let mut root = common::root(&socket);
-        let ids: Vec<u64> = root
-            .query(format!(
-                "SELECT ID FROM information_schema.PROCESSLIST WHERE INFO LIKE '{like}%' \
-                 AND ID <> CONNECTION_ID()"
-            ))
-            .unwrap();
+        let ids = running(&mut root, &like);
         for id in &ids {
             let _ = root.query_drop(format!("KILL CONNECTION {id}"));
         }
@@ -139,20 +143,13 @@ pub(crate) fn connections_killed_while_the_server_refuses_new_ones_come_back(ctx
         let socket = ctx.socket.clone();
         let killer = std::thread::spawn(move || {
             let mut root = common::root(&socket);
-            let sleeping = |root: &mut mysql::Conn| -> Vec<u64> {
-                root.query(
-                    "SELECT ID FROM information_schema.PROCESSLIST WHERE INFO LIKE \
-                     'SELECT SLEEP%' AND ID <> CONNECTION_ID()",
-                )
-                .unwrap()
-            };
             let start = Instant::now();
-            while sleeping(&mut root).len() < 3 {
+            while running(&mut root, "SELECT SLEEP").len() < 3 {
                 assert!(start.elapsed() < Duration::from_secs(60), "no load came");
                 std::thread::sleep(Duration::from_millis(50));
             }
             std::thread::sleep(Duration::from_millis(700));
-            let ids = sleeping(&mut root);
+            let ids = running(&mut root, "SELECT SLEEP");
             // One session per kill, opened while the socket is there: the kills go in at once
             // (one KILL can take seconds on a crowded machine).
             let killers: Vec<mysql::Conn> = ids.iter().map(|_| common::root(&socket)).collect();
