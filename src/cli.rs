@@ -386,9 +386,9 @@ pub struct RunArgs {
     pub server_host: Option<String>,
     /// How long the probe on --server-host may stay silent before the run stops (its
     /// results kept, its settings put back, a log feature switched off first); a reading
-    /// later than 15 s costs only its trial, which is run again
-    #[arg(long, value_name = "TIME", default_value = "60s", value_parser = crate::units::duration)]
-    pub probe_silence: std::time::Duration,
+    /// later than 15 s costs only its trial, which is run again (default 60s)
+    #[arg(long, value_name = "TIME", value_parser = crate::units::duration)]
+    pub probe_silence: Option<std::time::Duration>,
     /// Output directory (default ./dbtax-results/<timestamp>-<name>/).
     #[arg(long, short = 'o')]
     pub out: Option<PathBuf>,

@@ -19,7 +19,7 @@ pub fn run(args: DemoArgs) -> Result<()> {
             spec.redacted()
         )));
     }
-    let mut exp = crate::config::presets::demo(args.quick, spec.engine().point_select);
+    let mut exp = crate::config::presets::demo(args.quick, spec.engine().point_select)?;
     if let (Some(b), crate::experiment::spec::StopRule::Precision { budget, .. }) =
         (args.budget, &mut exp.stop)
     {

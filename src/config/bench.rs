@@ -40,7 +40,7 @@ pub fn bench(args: &BenchArgs) -> Result<Bench> {
     if args.queries.is_none() && args.duration.is_zero() {
         return Err(usage("--duration must be longer than 0"));
     }
-    let open = super::rules::open_loop(
+    let open = super::merge::open_loop(
         args.rate
             .rate
             .as_deref()

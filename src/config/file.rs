@@ -1,48 +1,14 @@
-//! The experiment file format (TOML): what a user writes, parsed into an `Experiment`. Unknown
-//! fields are errors that name the field, so a typo never silently falls back to a default.
+//! The experiment file format (TOML): what a user writes, read into a `Layer` (the settings
+//! it gives; `config::merge` lays the flags over it). Unknown fields are errors that name the
+//! field, so a typo never silently falls back to a default.
 
-use super::rules::{open_loop, stop_rule};
 use crate::error::usage;
-use crate::experiment::spec::{Experiment, RateLevel, VariantSpec, product};
-use crate::units::{parse_bytes, parse_duration};
-use crate::workload::WorkloadKind;
+use crate::experiment::spec::{Experiment, Layer, VariantSpec, product};
+use crate::workload::{Workload, WorkloadKind};
 use anyhow::Result;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::Path;
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ExperimentFile {
-    name: Option<String>,
-    target: Option<String>,
-    workload: Option<WorkloadFile>,
-    threads: Option<Vec<u32>>,
-    trial: Option<String>,
-    warmup: Option<String>,
-    repeats: Option<u32>,
-    precision: Option<f64>,
-    budget: Option<String>,
-    max_log_bytes: Option<String>,
-    unguarded_logs: Option<bool>,
-    max_disturbance: Option<toml::Value>,
-    seed: Option<u64>,
-    queries_per_trial: Option<u64>,
-    headline_threads: Option<u32>,
-    warmup_round: Option<bool>,
-    rate: Option<RateFile>,
-    arrival: Option<String>,
-    skip_late: Option<String>,
-    #[serde(default)]
-    agents: Vec<String>,
-    server_host: Option<String>,
-    #[serde(default)]
-    server_opts: Vec<String>,
-    #[serde(default)]
-    variant: Vec<VariantFile>,
-    #[serde(default)]
-    factor: Vec<FactorFile>,
-}
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -93,29 +59,6 @@ fn replay_of(w: &WorkloadFile) -> Result<Option<crate::workload::replay::spec::R
         user: w.replay_user.as_deref(),
     })?;
     Ok(Some(spec))
-}
-
-/// `rate = "50%"`, `rate = 2000`, or a list of either.
-#[derive(Debug, Deserialize)]
-#[serde(untagged)]
-enum RateFile {
-    Number(f64),
-    Text(String),
-    Many(Vec<RateFile>),
-}
-
-impl RateFile {
-    fn levels(&self) -> Result<Vec<RateLevel>> {
-        match self {
-            RateFile::Number(r) => RateLevel::parse_list(&r.to_string()),
-            RateFile::Text(s) => RateLevel::parse_list(s),
-            RateFile::Many(v) => Ok(v
-                .iter()
-                .map(RateFile::levels)
-                .collect::<Result<Vec<_>>>()?
-                .concat()),
-        }
-    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -177,8 +120,9 @@ fn toml_scalar(name: &str, v: &toml::Value) -> Result<String> {
     }
 }
 
-/// Parse a TOML experiment file.
-pub fn from_file(path: &Path) -> Result<Experiment> {
+/// Read a TOML experiment file into its layer; the file's stem names the experiment when the
+/// file does not.
+pub fn from_file(path: &Path) -> Result<Layer> {
     let text = std::fs::read_to_string(path).map_err(|e| {
         usage(format!(
             "cannot read experiment file {}: {e}",
@@ -186,125 +130,130 @@ pub fn from_file(path: &Path) -> Result<Experiment> {
         ))
     })?;
     let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned());
-    from_toml(&text, stem.as_deref().unwrap_or("experiment"))
+    layer_of(&text, stem.as_deref().unwrap_or("experiment"))
         .map_err(|e| usage(format!("{}: {e:#}", path.display())))
 }
 
-/// Parse TOML text; `default_name` when the file has no `name`.
-pub fn from_toml(text: &str, default_name: &str) -> Result<Experiment> {
-    let f: ExperimentFile = toml::from_str(text).map_err(|e| {
+/// TOML text's layer; `default_name` when the file has no `name`. A key that is no setting
+/// is an error that names it, so a typo never silently falls back to a default.
+pub fn layer_of(text: &str, default_name: &str) -> Result<Layer> {
+    let mut table: toml::Table = toml::from_str(text).map_err(|e| {
         usage(format!(
             "not a valid experiment file: {}",
             e.to_string().trim()
         ))
     })?;
-    let mut exp = Experiment::defaults();
-    exp.name = f.name.unwrap_or_else(|| default_name.to_string());
-    exp.target = f.target;
-    if let Some(w) = f.workload {
-        exp.workload.kind = WorkloadKind::parse(&w.kind)?;
-        exp.workload.replay = replay_of(&w)?;
-        if let Some(t) = w.tables {
-            exp.workload.tables = t;
-        }
-        if let Some(s) = w.table_size {
-            exp.workload.table_size = s;
-        }
-        if let Some(s) = w.scale {
-            exp.workload.scale = s;
-        }
-        if let Some(q) = w.query {
-            exp.workload.queries = q.statements();
-        }
-        if let Some(s) = w.setup {
-            exp.workload.setup = s.statements();
-        }
-    }
-    if let Some(t) = f.threads {
-        exp.threads = t;
-    }
-    if let Some(t) = f.trial {
-        exp.trial = parse_duration("trial", &t)?;
-    }
-    if let Some(w) = f.warmup {
-        exp.warmup = parse_duration("warmup", &w)?;
-    }
-    let budget = match f.budget {
-        Some(b) => Some(parse_duration("budget", &b)?),
+    let workload = match table.remove("workload") {
+        Some(v) => Some(workload_of(file_section::<WorkloadFile>("workload", v)?)?),
         None => None,
     };
-    exp.stop = stop_rule(f.repeats, f.precision, budget, &exp.stop)?;
-    if let Some(m) = f.max_log_bytes {
-        exp.max_log_bytes = Some(parse_bytes("max_log_bytes", &m)?);
-    }
-    if let Some(u) = f.unguarded_logs {
-        exp.unguarded_logs = u;
-    }
-    if let Some(v) = &f.max_disturbance {
-        let text = match v {
-            toml::Value::String(s) => s.clone(),
-            toml::Value::Integer(i) => i.to_string(),
-            toml::Value::Float(x) => x.to_string(),
-            other => other.to_string(),
-        };
-        exp.max_disturbance = crate::units::disturbance(&text)
-            .map_err(|e| usage(format!("bad max_disturbance: {e}")))?
-            .0;
-    }
-    if let Some(s) = f.seed {
-        exp.seed = s;
-    }
-    exp.queries_per_trial = f.queries_per_trial;
-    exp.headline_threads = f.headline_threads;
-    if let Some(w) = f.warmup_round {
-        exp.warmup_round = w;
-    }
-    exp.managed_server_opts = f.server_opts;
-    exp.agents = crate::agent::parse_list(&f.agents)?;
-    if let Some(h) = &f.server_host {
-        exp.server_host = Some((crate::agent::server_host(h)?, Default::default()));
-    }
-    let skip_late = match f.skip_late {
-        Some(s) => Some(parse_duration("skip_late", &s)?),
-        None => None,
+    let variants: Vec<VariantFile> = match table.remove("variant") {
+        Some(v) => file_section("variant", v)?,
+        None => vec![],
     };
-    exp.open_loop = open_loop(
-        f.rate.map(|r| r.levels()).transpose()?,
-        f.arrival.as_deref(),
-        skip_late,
-        None,
-    )?;
-    if !f.variant.is_empty() && !f.factor.is_empty() {
+    let factors: Vec<FactorFile> = match table.remove("factor") {
+        Some(v) => file_section("factor", v)?,
+        None => vec![],
+    };
+    let mut layer = Layer::from_table(&mut table)?;
+    if let Some(key) = table.keys().next() {
+        return Err(usage(format!(
+            "not a valid experiment file: unknown field `{key}`, expected one of workload, \
+             variant, factor, {}",
+            Layer::KEYS
+                .iter()
+                .filter(|k| !["workload", "variants"].contains(k))
+                .copied()
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    }
+    layer.name = layer.name.or_else(|| Some(default_name.to_string()));
+    layer.workload = workload;
+    layer.variants = variants_of(variants, factors)?;
+    Ok(layer)
+}
+
+/// TOML text as an experiment by itself (over the defaults, not validated).
+pub fn from_toml(text: &str, default_name: &str) -> Result<Experiment> {
+    super::merge::merge(vec![layer_of(text, default_name)?])
+}
+
+/// A section of the file as its own type: a usage error names it.
+fn file_section<T: serde::de::DeserializeOwned>(key: &str, v: toml::Value) -> Result<T> {
+    v.try_into().map_err(|e: toml::de::Error| {
+        usage(format!(
+            "not a valid experiment file: in {key}: {}",
+            e.to_string().trim()
+        ))
+    })
+}
+
+/// The `workload = { kind = ... }` table.
+fn workload_of(w: WorkloadFile) -> Result<Workload> {
+    let mut workload = Workload {
+        kind: WorkloadKind::parse(&w.kind)?,
+        replay: replay_of(&w)?,
+        ..Workload::default()
+    };
+    if let Some(t) = w.tables {
+        workload.tables = t;
+    }
+    if let Some(s) = w.table_size {
+        workload.table_size = s;
+    }
+    if let Some(s) = w.scale {
+        workload.scale = s;
+    }
+    if let Some(q) = w.query {
+        workload.queries = q.statements();
+    }
+    if let Some(s) = w.setup {
+        workload.setup = s.statements();
+    }
+    Ok(workload)
+}
+
+/// `[[variant]]` sections, or `[[factor]]` sections and their product; None: neither.
+fn variants_of(
+    variants: Vec<VariantFile>,
+    factors: Vec<FactorFile>,
+) -> Result<Option<Vec<VariantSpec>>> {
+    if !variants.is_empty() && !factors.is_empty() {
         return Err(usage("use [[variant]] or [[factor]] sections, not both"));
     }
-    for v in f.variant {
-        exp.variants.push(v.into_spec()?);
+    if !variants.is_empty() {
+        return variants
+            .into_iter()
+            .map(VariantFile::into_spec)
+            .collect::<Result<Vec<_>>>()
+            .map(Some);
     }
-    if !f.factor.is_empty() {
-        let mut factors = vec![];
-        for fac in f.factor {
-            if fac.level.len() < 2 {
-                return Err(usage(format!(
-                    "factor '{}' needs at least two levels",
-                    fac.name
-                )));
-            }
-            let levels = fac
-                .level
-                .into_iter()
-                .map(VariantFile::into_spec)
-                .collect::<Result<Vec<_>>>()?;
-            factors.push((fac.name, levels));
+    if factors.is_empty() {
+        return Ok(None);
+    }
+    let mut levels_of = vec![];
+    for fac in factors {
+        if fac.level.len() < 2 {
+            return Err(usage(format!(
+                "factor '{}' needs at least two levels",
+                fac.name
+            )));
         }
-        exp.variants = product(&factors);
+        let levels = fac
+            .level
+            .into_iter()
+            .map(VariantFile::into_spec)
+            .collect::<Result<Vec<_>>>()?;
+        levels_of.push((fac.name, levels));
     }
-    Ok(exp)
+    Ok(Some(product(&levels_of)))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::experiment::spec::StopRule;
+    use crate::experiment::spec::{RateLevel, StopRule};
     use std::time::Duration;
 
     const EXAMPLE: &str = r#"

@@ -1,12 +1,14 @@
 //! Flags, experiment files and presets → validated, flag-free values: an `Experiment` (what to
-//! measure) and a `ServerConfig` (where). Every check that can fail on bad input without
-//! asking a server happens here and fails with a usage error (exit 2). Nothing below this
-//! module sees a clap type.
+//! measure: each way in makes a `Layer`, `merge` lays them over the defaults), `RunOptions`
+//! (how to run it) and a `ServerConfig` (where). Every check that can fail on bad input
+//! without asking a server happens here or in the one validation after the merge
+//! (`Experiment::validate`), and fails with a usage error (exit 2). Nothing below this module
+//! sees a clap type.
 
 pub mod bench;
 pub mod file;
+pub mod merge;
 pub mod presets;
-pub mod rules;
 pub mod run;
 
 use crate::cli::{TargetArgs, WorkloadArgs};

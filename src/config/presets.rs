@@ -2,9 +2,10 @@
 //! intervals instead of one run per side. `--quick` fits each in about two minutes on a
 //! 2-core machine; `--full` uses the study's whole thread range.
 
+use super::merge::{merge, new_seed};
 use crate::error::usage;
 use crate::experiment::spec::{
-    Experiment, Focus, StopRule, VariantSpec, product, variants_for_features,
+    Experiment, Focus, Layer, StopRule, VariantSpec, product, variants_for_features,
 };
 use crate::workload::{Workload, WorkloadKind};
 use anyhow::Result;
@@ -66,29 +67,17 @@ pub enum Size {
     Full,
 }
 
-fn base(name: &str, workload: Workload, threads: Vec<u32>, repeats: u32) -> Experiment {
-    Experiment {
-        name: name.into(),
-        target: None,
-        workload,
-        threads,
-        trial: Duration::from_secs(2),
+/// What every preset says: its name, workload, thread counts, blocks, and 2 s trials.
+fn base(name: &str, workload: Workload, threads: Vec<u32>, repeats: u32) -> Layer {
+    Layer {
+        name: Some(name.into()),
+        workload: Some(workload),
+        threads: Some(threads),
+        trial: Some(Duration::from_secs(2)),
         // The longest settle: the warm-up ends once the throughput is steady.
-        warmup: Duration::from_secs(1),
-        stop: StopRule::Repeats(repeats),
-        variants: vec![],
-        max_log_bytes: None,
-        unguarded_logs: false,
-        seed: super::rules::new_seed(),
-        queries_per_trial: None,
-        managed_server_opts: vec![],
-        headline_threads: None,
-        warmup_round: true,
-        open_loop: None,
-        agents: vec![],
-        max_disturbance: Some(crate::experiment::spec::MAX_DISTURBANCE),
-        server_host: None,
-        probe_silence: crate::agent::probe::SILENCE,
+        warmup: Some(Duration::from_secs(1)),
+        repeats: Some(repeats),
+        ..Layer::default()
     }
 }
 
@@ -104,8 +93,15 @@ fn level(name: &str, feature: Option<&str>, set: &[(&str, &str)]) -> VariantSpec
     }
 }
 
-/// Build a preset's experiment.
+/// A preset's experiment by itself (over the defaults), validated.
 pub fn build(name: &str, size: Size) -> Result<Experiment> {
+    let exp = merge(vec![layer(name, size)?])?;
+    exp.validate()?;
+    Ok(exp)
+}
+
+/// A preset's layer: what it says of the experiment.
+pub fn layer(name: &str, size: Size) -> Result<Layer> {
     let pick = |quick: Vec<u32>, normal: Vec<u32>, full: Vec<u32>| match size {
         Size::Quick => quick,
         Size::Normal => normal,
@@ -124,8 +120,8 @@ pub fn build(name: &str, size: Size) -> Result<Experiment> {
                 ..Default::default()
             };
             let mut e = base(name, w, vec![64], 5);
-            e.queries_per_trial = Some(if quick { 300_000 } else { 1_000_000 });
-            e.variants = variants_for_features(&["slow-log".to_string()]);
+            e.queries_per_trial = Some(Some(if quick { 300_000 } else { 1_000_000 }));
+            e.variants = Some(variants_for_features(&["slow-log".to_string()]));
             e
         }
         "seed-general-log" => {
@@ -139,7 +135,7 @@ pub fn build(name: &str, size: Size) -> Result<Experiment> {
                 vec![4, 7, 10, 13, 16, 19, 22, 25],
             );
             let mut e = base(name, w, threads, 8);
-            e.variants = variants_for_features(&["general-log".to_string()]);
+            e.variants = Some(variants_for_features(&["general-log".to_string()]));
             e
         }
         "seed-audit" => {
@@ -149,10 +145,10 @@ pub fn build(name: &str, size: Size) -> Result<Experiment> {
             };
             let threads = pick(vec![64], vec![16, 64, 256], vec![16, 32, 64, 128, 256]);
             let mut e = base(name, w, threads, if quick { 6 } else { 5 });
-            e.trial = Duration::from_millis(if quick { 1500 } else { 2000 });
+            e.trial = Some(Duration::from_millis(if quick { 1500 } else { 2000 }));
             // sync_binlog only matters with the binary log on, as in the study.
-            e.managed_server_opts = vec!["log-bin=binlog".into(), "server-id=1".into()];
-            e.variants = product(&[
+            e.server_opts = Some(vec!["log-bin=binlog".into(), "server-id=1".into()]);
+            e.variants = Some(product(&[
                 (
                     "audit".into(),
                     vec![
@@ -189,7 +185,7 @@ pub fn build(name: &str, size: Size) -> Result<Experiment> {
                         ),
                     ],
                 ),
-            ]);
+            ]));
             e
         }
         "pg-logging" => {
@@ -199,12 +195,12 @@ pub fn build(name: &str, size: Size) -> Result<Experiment> {
             };
             let threads = pick(vec![1, 16], vec![1, 4, 16, 64], vec![1, 4, 16, 64, 128]);
             let mut e = base(name, w, threads, if quick { 4 } else { 8 });
-            e.trial = Duration::from_secs(1);
-            e.warmup = Duration::from_secs(1);
-            e.target = Some("managed:postgres".into());
-            e.variants = variants_for_features(
+            e.trial = Some(Duration::from_secs(1));
+            e.warmup = Some(Duration::from_secs(1));
+            e.target = Some(Some("managed:postgres".into()));
+            e.variants = Some(variants_for_features(
                 &["log-statement", "log-min-duration", "pgaudit"].map(String::from),
-            );
+            ));
             e
         }
         "pg-durability" => {
@@ -214,10 +210,10 @@ pub fn build(name: &str, size: Size) -> Result<Experiment> {
             };
             let threads = pick(vec![4, 16], vec![1, 4, 16, 64], vec![1, 4, 16, 64, 128]);
             let mut e = base(name, w, threads, if quick { 4 } else { 8 });
-            e.trial = Duration::from_secs(1);
-            e.warmup = Duration::from_secs(1);
-            e.target = Some("managed:postgres".into());
-            e.variants = product(&[
+            e.trial = Some(Duration::from_secs(1));
+            e.warmup = Some(Duration::from_secs(1));
+            e.target = Some(Some("managed:postgres".into()));
+            e.variants = Some(product(&[
                 (
                     "commit".into(),
                     vec![
@@ -232,7 +228,7 @@ pub fn build(name: &str, size: Size) -> Result<Experiment> {
                         level("fpw-on", Some("full-page-writes"), &[]),
                     ],
                 ),
-            ]);
+            ]));
             e
         }
         "seed-binlog" => {
@@ -248,15 +244,15 @@ pub fn build(name: &str, size: Size) -> Result<Experiment> {
                 vec![10, 30, 50, 70, 90, 110, 130, 150],
             );
             let mut e = base(name, w, threads, 5);
-            e.queries_per_trial = Some(if quick { 20_000 } else { 100_000 });
+            e.queries_per_trial = Some(Some(if quick { 20_000 } else { 100_000 }));
             let sync = [("sync_binlog", "1")];
-            e.variants = vec![
+            e.variants = Some(vec![
                 level("no-binlog", None, &sync),
                 VariantSpec {
                     baseline: 0,
                     ..level("binlog", Some("binlog"), &sync)
                 },
-            ];
+            ]);
             e
         }
         other => {
@@ -267,7 +263,6 @@ pub fn build(name: &str, size: Size) -> Result<Experiment> {
             )));
         }
     };
-    exp.validate()?;
     Ok(exp)
 }
 
@@ -277,27 +272,34 @@ pub fn build(name: &str, size: Size) -> Result<Experiment> {
 /// (`--quick`, about 2 minutes) or ±3 (about 5 minutes).
 /// On PostgreSQL the same three names mean log_statement, log_min_duration_statement and
 /// pgaudit; `workload` is the engine's own point select (pgbench's select-only there).
-pub fn demo(quick: bool, workload: WorkloadKind) -> Experiment {
+pub fn demo(quick: bool, workload: WorkloadKind) -> Result<Experiment> {
     let features = ["general-log", "slow-log", "audit"].map(String::from);
     let (threads, points, budget, others) = if quick {
         (vec![1, 16], 5.0, 100, 3)
     } else {
         (vec![1, 4, 16, 64], 3.0, 270, 4)
     };
-    let mut e = base(
-        "demo",
-        Workload {
-            kind: workload,
-            tables: 4,
-            table_size: 100_000,
-            ..Default::default()
-        },
-        threads,
-        0,
-    );
-    e.trial = Duration::from_millis(500);
-    e.warmup = Duration::from_secs(1);
-    e.headline_threads = Some(DEMO_HEADLINE);
+    let demo = Layer {
+        threads: Some(threads),
+        trial: Some(Duration::from_millis(500)),
+        headline_threads: Some(Some(DEMO_HEADLINE)),
+        variants: Some(variants_for_features(&features)),
+        // The stop rule is the precision goal below.
+        repeats: None,
+        ..base(
+            "demo",
+            Workload {
+                kind: workload,
+                tables: 4,
+                table_size: 100_000,
+                ..Default::default()
+            },
+            vec![],
+            0,
+        )
+    };
+    let mut e = merge(vec![demo])?;
+    e.seed = new_seed();
     e.stop = StopRule::Precision {
         points,
         budget: Duration::from_secs(budget),
@@ -306,8 +308,7 @@ pub fn demo(quick: bool, workload: WorkloadKind) -> Experiment {
             others,
         }),
     };
-    e.variants = variants_for_features(&features);
-    e
+    Ok(e)
 }
 
 /// The thread count the demo's words are about.

@@ -1,14 +1,14 @@
 //! `dbtax run`'s flags over its experiment (a file, a preset, or defaults) → one validated
 //! `Experiment`, plus the options of the run itself.
 
+use super::merge::{default_name, merge, new_seed};
 use super::presets::{self, Size};
-use super::rules::{default_name, new_seed, open_loop, stop_rule};
 use super::workload_from;
 use crate::agent::AgentOptions;
 use crate::cli::RunArgs;
 use crate::error::usage;
 use crate::experiment::spec::RunOptions;
-use crate::experiment::spec::{Experiment, RateLevel, variants_for_features};
+use crate::experiment::spec::{Experiment, Layer, RateLevel, variants_for_features};
 use anyhow::Result;
 
 /// A replay's default client count (one per session) stops here.
@@ -33,9 +33,46 @@ pub fn run_options(args: &RunArgs, exp: &Experiment) -> Result<RunOptions> {
     })
 }
 
-/// The experiment of `dbtax run`: the file or preset (if any), then flags over it, validated.
+/// The layer `dbtax run`'s flags make: what they say of the experiment, each setting
+/// optional (the workload's own flags go over the merged workload: `workload_from`, shared
+/// with `dbtax bench`).
+fn flags(args: &RunArgs) -> Result<Layer> {
+    Ok(Layer {
+        name: args.name.clone(),
+        threads: args.threads.clone(),
+        trial: args.trial,
+        warmup: args.warmup,
+        queries_per_trial: args.queries_per_trial.map(Some),
+        max_log_bytes: args.max_log_bytes.map(Some),
+        unguarded_logs: args.unguarded_logs.then_some(true),
+        max_disturbance: args.max_disturbance.map(|l| l.0),
+        seed: args.seed,
+        headline_threads: args.headline_threads.map(Some),
+        warmup_round: args.no_warmup_round.then_some(false),
+        probe_silence: args.probe_silence,
+        repeats: args.repeats,
+        precision: args.precision,
+        budget: args.budget,
+        rate: args
+            .open
+            .rate
+            .as_deref()
+            .map(RateLevel::parse_list)
+            .transpose()?,
+        arrival: args.open.arrival.clone(),
+        skip_late: args.open.skip_late,
+        agents: (!args.agents.agents.is_empty()).then(|| args.agents.agents.clone()),
+        server_host: args.server_host.clone(),
+        variants: (!args.features.is_empty()).then(|| variants_for_features(&args.features)),
+        ..Layer::default()
+    })
+}
+
+/// The experiment of `dbtax run`: the file or preset (if any), then the flags over it, in
+/// one merge; then what needs the merged whole (a replay's slice read, the name and seed);
+/// validated once.
 pub fn experiment(args: &RunArgs) -> Result<Experiment> {
-    let mut exp = match (&args.file, &args.preset) {
+    let base = match (&args.file, &args.preset) {
         (Some(p), _) => super::file::from_file(p)?,
         (None, Some(name)) => {
             let size = match (args.quick, args.full) {
@@ -43,68 +80,20 @@ pub fn experiment(args: &RunArgs) -> Result<Experiment> {
                 (_, true) => Size::Full,
                 _ => Size::Normal,
             };
-            presets::build(name, size)?
+            presets::layer(name, size)?
         }
-        (None, None) => Experiment::defaults(),
+        (None, None) => Layer::default(),
     };
-    exp.workload = workload_from(&args.workload, exp.workload.clone())?;
-    if let Some(t) = &args.threads {
-        exp.threads = t.clone();
-    }
-    if let Some(t) = args.trial {
-        exp.trial = t;
-    }
-    if let Some(n) = args.queries_per_trial {
-        // (Experiment::validate refuses 0.)
-        exp.queries_per_trial = Some(n);
-    }
-    if let Some(w) = args.warmup {
-        exp.warmup = w;
-    }
-    if args.repeats.is_some() || args.precision.is_some() || args.budget.is_some() {
-        exp.stop = stop_rule(args.repeats, args.precision, args.budget, &exp.stop)?;
-    }
-    exp.unguarded_logs |= args.unguarded_logs;
-    if let Some(l) = args.max_disturbance {
-        exp.max_disturbance = l.0;
-    }
-    if let Some(m) = args.max_log_bytes {
-        exp.max_log_bytes = Some(m);
-    }
-    if args.headline_threads.is_some() {
-        exp.headline_threads = args.headline_threads;
-    }
-    if args.no_warmup_round {
-        exp.warmup_round = false;
-    }
-    if !args.features.is_empty() {
-        exp.variants = variants_for_features(&args.features);
-    }
-    let levels = args
-        .open
-        .rate
-        .as_deref()
-        .map(RateLevel::parse_list)
-        .transpose()?;
-    exp.open_loop = open_loop(
-        levels,
-        args.open.arrival.as_deref(),
-        args.open.skip_late,
-        exp.open_loop.take(),
-    )?;
+    // A replay's clients: one per recorded session unless a flag or a file counts them.
+    let threads_given = args.threads.is_some() || args.file.is_some();
+    let mut exp = merge(vec![base, flags(args)?])?;
+    exp.workload = workload_from(&args.workload, exp.workload)?;
     if exp.open_loop.is_some() && args.compare_target.is_some() {
         return Err(usage(
             "--compare-target runs closed loop: give --rate to each run and compare the \
              results with `dbtax compare`",
         ));
     }
-    if !args.agents.agents.is_empty() {
-        exp.agents = crate::agent::parse_list(&args.agents.agents)?;
-    }
-    if let Some(h) = &args.server_host {
-        exp.server_host = Some((crate::agent::server_host(h)?, Default::default()));
-    }
-    exp.probe_silence = args.probe_silence;
     if let Some((_, bin)) = exp.server_host.as_mut() {
         *bin = crate::agent::AgentBin::parse(args.agents.agent_bin.as_deref());
     }
@@ -120,22 +109,16 @@ pub fn experiment(args: &RunArgs) -> Result<Experiment> {
         !exp.agents.is_empty(),
         &mut exp.open_loop,
     )?;
-    // A replay without a thread count asked: one client per recorded session.
     if let Some(slice) = &exp.workload.slice.0
-        && args.threads.is_none()
-        && args.file.is_none()
+        && !threads_given
     {
         exp.threads = vec![slice.sessions.clamp(1, MAX_REPLAY_CLIENTS)];
-    }
-    if let Some(n) = &args.name {
-        exp.name = n.clone();
     }
     if exp.name.is_empty() {
         exp.name = default_name(&exp.variants);
     }
-    if let Some(s) = args.seed {
-        exp.seed = s;
-    } else if exp.seed == 0 {
+    // `--seed 0` is a seed; a file's 0 or none at all draws one.
+    if exp.seed == 0 && args.seed.is_none() {
         exp.seed = new_seed();
     }
     exp.validate()?;

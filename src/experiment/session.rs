@@ -30,7 +30,7 @@ pub fn open(
     config
         .managed
         .server_opts
-        .extend(exp.managed_server_opts.iter().cloned());
+        .extend(exp.server_opts.iter().cloned());
     if config.spec.is_managed() {
         config.managed.cpus = crate::cpus::managed_server_cpus(&config.cpus);
     }

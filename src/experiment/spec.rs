@@ -142,56 +142,225 @@ pub struct Focus {
     pub others: u32,
 }
 
-/// A validated experiment.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Experiment {
-    /// Name (results directory, report title).
-    pub name: String,
-    /// `target` from the file, if any (flags override).
-    pub target: Option<String>,
-    /// What clients do.
-    pub workload: Workload,
-    /// Thread counts.
-    pub threads: Vec<u32>,
-    /// Measured time per trial.
-    pub trial: Duration,
-    /// The longest settle after each switch (it ends sooner once the throughput is steady).
-    pub warmup: Duration,
-    /// How many blocks.
-    pub stop: StopRule,
-    /// Variants; the first is the baseline.
-    pub variants: Vec<VariantSpec>,
-    /// Stop before the feature logs grow by more than this.
-    pub max_log_bytes: Option<u64>,
-    /// On a server not on this machine, switch features that write a log file although
-    /// dbtax cannot watch it (`--unguarded-logs`): otherwise such a run is refused.
-    pub unguarded_logs: bool,
-    /// Seed for the trial order.
-    pub seed: u64,
-    /// Trials run this many statements each (mysqlslap style) instead of for `trial`.
-    pub queries_per_trial: Option<u64>,
-    /// Managed targets: server options for every variant (e.g. the binary log).
-    pub managed_server_opts: Vec<String>,
-    /// The thread count the headline is about (None: the highest), fixed before the run.
-    pub headline_threads: Option<u32>,
-    /// Run every variant once at every thread count before the first measured block (not
-    /// counted): the first measured trials then meet a warm server and warm caches.
-    pub warmup_round: bool,
-    /// Rate mode (open loop) instead of closed loop.
-    pub open_loop: Option<OpenLoop>,
-    /// Client hosts that make the load (`--agents`, the file's `agents = [...]`); empty: this
-    /// process makes it.
-    pub agents: Vec<AgentSpec>,
-    /// A block in which other processes used more CPU than this (percent of one core) on
-    /// the server's or the client's host is excluded as a whole and run again
-    /// (`--max-disturbance`); None: never.
-    pub max_disturbance: Option<f64>,
-    /// The database's host, read through a probe started there (`--server-host`), and the
-    /// binary it runs.
-    pub server_host: Option<(AgentSpec, crate::agent::AgentBin)>,
-    /// How long that probe may stay silent before the run stops (`--probe-silence`); a
-    /// reading later than 15 s (or this, when shorter) costs only its trial.
-    pub probe_silence: std::time::Duration,
+/// Declares the experiment once: its fields made by rules from several settings (with their
+/// defaults), its plain settings (each a field of `Experiment` and of `Layer`, with its
+/// default and how an experiment file writes it), and the raw settings the rules read (in
+/// `Layer` only). One list, so a setting is declared here and nowhere else but its flag.
+macro_rules! experiment {
+    (
+        made {
+            $( $(#[$mm:meta])* $made:ident: $mty:ty = $mdefault:expr; )*
+        }
+        settings {
+            $( $(#[$sm:meta])* $name:ident: $ty:ty = $default:expr, file $parse:expr; )*
+        }
+        raw {
+            $( $(#[$rm:meta])* $raw:ident: $rty:ty, file $rparse:expr; )*
+        }
+    ) => {
+        /// A validated experiment.
+        #[derive(Debug, Clone, PartialEq)]
+        pub struct Experiment {
+            $( $(#[$mm])* pub $made: $mty, )*
+            $( $(#[$sm])* pub $name: $ty, )*
+        }
+
+        /// What one way into an experiment says (the flags of `dbtax run`, an experiment file,
+        /// a preset): every setting optional. `config::merge` lays them over the defaults.
+        #[derive(Debug, Clone, Default, PartialEq)]
+        pub struct Layer {
+            $( $(#[$sm])* pub $name: Option<$ty>, )*
+            $( $(#[$rm])* pub $raw: Option<$rty>, )*
+        }
+
+        impl Experiment {
+            /// Every field at its default: what an experiment is before any layer.
+            pub fn defaults() -> Experiment {
+                Experiment {
+                    $( $made: $mdefault, )*
+                    $( $name: $default, )*
+                }
+            }
+
+            /// Take the plain settings `layer` gives (each replaces the current value); the raw
+            /// ones stay in `layer` for the rules.
+            pub fn take_settings(&mut self, layer: &mut Layer) {
+                $( if let Some(v) = layer.$name.take() { self.$name = v; } )*
+            }
+        }
+
+        impl Layer {
+            /// The keys an experiment file may give (besides its sections).
+            pub const KEYS: &'static [&'static str] =
+                &[$( stringify!($name), )* $( stringify!($raw), )*];
+
+            /// An experiment file's keys, each read by its own parser (the file's errors
+            /// name the key); what is left of `table` is not a setting.
+            pub fn from_table(table: &mut toml::Table) -> Result<Layer> {
+                Ok(Layer {
+                    $( $name: match table.remove(stringify!($name)) {
+                        Some(v) => Some(($parse)(stringify!($name), v)?),
+                        None => None,
+                    }, )*
+                    $( $raw: match table.remove(stringify!($raw)) {
+                        Some(v) => Some(($rparse)(stringify!($raw), v)?),
+                        None => None,
+                    }, )*
+                })
+            }
+        }
+    };
+}
+
+experiment! {
+    made {
+        /// What clients do.
+        workload: Workload = Workload::default();
+        /// How many blocks (from `repeats`, `precision`, `budget`).
+        stop: StopRule = StopRule::Repeats(DEFAULT_BLOCKS);
+        /// Variants; the first is the baseline.
+        variants: Vec<VariantSpec> = vec![];
+        /// Rate mode (open loop) instead of closed loop (from `rate`, `arrival`, `skip_late`).
+        open_loop: Option<OpenLoop> = None;
+        /// Client hosts that make the load (`--agents`, the file's `agents = [...]`); empty:
+        /// this process makes it.
+        agents: Vec<AgentSpec> = vec![];
+        /// The database's host, read through a probe started there (`--server-host`), and
+        /// the binary it runs.
+        server_host: Option<(AgentSpec, crate::agent::AgentBin)> = None;
+    }
+    settings {
+        /// Name (results directory, report title); empty: made from the variants.
+        name: String = String::new(), file file_value::plain;
+        /// `target` from the file, if any (flags override).
+        target: Option<String> = None, file file_value::some;
+        /// Thread counts.
+        threads: Vec<u32> = vec![1, 4, 16, 64], file file_value::plain;
+        /// Measured time per trial. Short adjacent trials pair better than long ones on a
+        /// drifting machine (bench/precision.sh; README "How precise can it be here?").
+        trial: Duration = Duration::from_secs(1), file file_value::duration;
+        /// The longest settle after each switch (it ends sooner once the throughput of
+        /// successive 100 ms windows shows no trend: load::settle).
+        warmup: Duration = Duration::from_secs(1), file file_value::duration;
+        /// Stop before the feature logs grow by more than this.
+        max_log_bytes: Option<u64> = None, file file_value::bytes;
+        /// On a server not on this machine, switch features that write a log file although
+        /// dbtax cannot watch it (`--unguarded-logs`): otherwise such a run is refused.
+        unguarded_logs: bool = false, file file_value::plain;
+        /// Seed for the trial order (0: one is drawn from the clock).
+        seed: u64 = 0, file file_value::plain;
+        /// Trials run this many statements each (mysqlslap style) instead of for `trial`.
+        queries_per_trial: Option<u64> = None, file file_value::some;
+        /// Managed targets: server options for every variant (e.g. the binary log).
+        server_opts: Vec<String> = vec![], file file_value::plain;
+        /// The thread count the headline is about (None: the highest), fixed before the run.
+        headline_threads: Option<u32> = None, file file_value::some;
+        /// Run every variant once at every thread count before the first measured block (not
+        /// counted): the first measured trials then meet a warm server and warm caches.
+        warmup_round: bool = true, file file_value::plain;
+        /// A block in which other processes used more CPU than this (percent of one core) on
+        /// the server's or the client's host is excluded as a whole and run again
+        /// (`--max-disturbance`); None: never.
+        max_disturbance: Option<f64> = Some(MAX_DISTURBANCE), file file_value::disturbance;
+        /// How long the probe on the server's host may stay silent before the run stops
+        /// (`--probe-silence`); a reading later than 15 s (or this, when shorter) costs only
+        /// its trial.
+        probe_silence: Duration = crate::agent::probe::SILENCE, file file_value::duration;
+    }
+    raw {
+        /// Blocks per thread count (the stop rule).
+        repeats: u32, file file_value::plain;
+        /// The precision goal, in percentage points (the stop rule).
+        precision: f64, file file_value::plain;
+        /// The precision goal's time budget (the stop rule).
+        budget: Duration, file file_value::duration;
+        /// Rate mode's load levels.
+        rate: Vec<RateLevel>, file file_value::rates;
+        /// How rate mode spaces arrivals.
+        arrival: String, file file_value::plain;
+        /// Rate mode skips (and counts) events later than this.
+        skip_late: Duration, file file_value::duration;
+        /// The agents, as written (`ssh://host*2`, `local`).
+        agents: Vec<String>, file file_value::plain;
+        /// The database's host, as written (`ssh://host`).
+        server_host: String, file file_value::plain;
+        /// The workload, whole (a file's table, a preset's).
+        workload: Workload, file file_value::not_a_key;
+        /// The variants, whole (a file's sections, `--feature`, a preset's).
+        variants: Vec<VariantSpec>, file file_value::not_a_key;
+    }
+}
+
+/// How an experiment file writes each setting's value: a usage error names the key.
+mod file_value {
+    use crate::error::usage;
+    use anyhow::Result;
+    use serde::de::DeserializeOwned;
+    use std::time::Duration;
+
+    /// The value as its own type (a number, a string, a list...).
+    pub fn plain<T: DeserializeOwned>(key: &str, v: toml::Value) -> Result<T> {
+        v.try_into()
+            .map_err(|e| usage(format!("bad {key}: {}", e.to_string().trim())))
+    }
+
+    /// A setting whose absence has a meaning of its own: given, it is `Some`.
+    pub fn some<T: DeserializeOwned>(key: &str, v: toml::Value) -> Result<Option<T>> {
+        plain(key, v).map(Some)
+    }
+
+    /// "3s", "500ms", "2m".
+    pub fn duration(key: &str, v: toml::Value) -> Result<Duration> {
+        crate::units::parse_duration(key, &plain::<String>(key, v)?)
+    }
+
+    /// "2G", "500M", or a number of bytes.
+    pub fn bytes(key: &str, v: toml::Value) -> Result<Option<u64>> {
+        let text = match v {
+            toml::Value::Integer(i) => i.to_string(),
+            v => plain::<String>(key, v)?,
+        };
+        crate::units::parse_bytes(key, &text).map(Some)
+    }
+
+    /// A percentage of one core, or "off".
+    pub fn disturbance(key: &str, v: toml::Value) -> Result<Option<f64>> {
+        let text = match &v {
+            toml::Value::String(s) => s.clone(),
+            toml::Value::Integer(i) => i.to_string(),
+            toml::Value::Float(x) => x.to_string(),
+            other => other.to_string(),
+        };
+        crate::units::disturbance(&text)
+            .map(|l| l.0)
+            .map_err(|e| usage(format!("bad {key}: {e}")))
+    }
+
+    /// `rate = "50%"`, `rate = 2000`, or a list of either.
+    pub fn rates(key: &str, v: toml::Value) -> Result<Vec<super::RateLevel>> {
+        match v {
+            toml::Value::Array(items) => Ok(items
+                .into_iter()
+                .map(|i| rates(key, i))
+                .collect::<Result<Vec<_>>>()?
+                .concat()),
+            toml::Value::Integer(i) => super::RateLevel::parse_list(&i.to_string()),
+            toml::Value::Float(x) => super::RateLevel::parse_list(&x.to_string()),
+            toml::Value::String(s) => super::RateLevel::parse_list(&s),
+            other => Err(usage(format!(
+                "bad {key}: give events per second or a share of capacity, not {other}"
+            ))),
+        }
+    }
+
+    /// Settings a file writes in sections of their own (`workload = {...}`, `[[variant]]`,
+    /// `[[factor]]`), read before the plain keys: met here, the key is misspelled.
+    pub fn not_a_key<T>(key: &str, _: toml::Value) -> Result<T> {
+        Err(usage(format!(
+            "unknown field `{key}`: write a `workload = {{ kind = ... }}` table, and \
+             [[variant]] or [[factor]] sections"
+        )))
+    }
 }
 
 /// Other processes' CPU above which a block counts as disturbed, percent of one core.
@@ -263,36 +432,6 @@ pub fn product(factors: &[(String, Vec<VariantSpec>)]) -> Vec<VariantSpec> {
 }
 
 impl Experiment {
-    /// Defaults for an experiment built from flags only.
-    pub fn defaults() -> Experiment {
-        Experiment {
-            name: String::new(),
-            target: None,
-            workload: Workload::default(),
-            threads: vec![1, 4, 16, 64],
-            // Short adjacent trials pair better than long ones on a drifting machine
-            // (bench/precision.sh; README "How precise can it be here?").
-            trial: Duration::from_secs(1),
-            // The longest settle after a switch: the warm-up ends as soon as the throughput
-            // of successive 100 ms windows shows no trend (load::settle).
-            warmup: Duration::from_secs(1),
-            stop: StopRule::Repeats(DEFAULT_BLOCKS),
-            variants: vec![],
-            max_log_bytes: None,
-            unguarded_logs: false,
-            seed: 0,
-            queries_per_trial: None,
-            managed_server_opts: vec![],
-            headline_threads: None,
-            warmup_round: true,
-            open_loop: None,
-            agents: vec![],
-            max_disturbance: Some(MAX_DISTURBANCE),
-            server_host: None,
-            probe_silence: crate::agent::probe::SILENCE,
-        }
-    }
-
     /// Every load point: each thread count, and in rate mode each rate level at it.
     pub fn points(&self) -> Vec<Point> {
         let levels: Vec<Option<usize>> = match &self.open_loop {

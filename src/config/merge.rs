@@ -1,13 +1,52 @@
-//! The rules the three ways into an experiment share (`dbtax run`'s flags, an experiment
-//! file, a preset; `dbtax bench` for its rate): rate mode over a current setting, the stop
-//! rule over the current one with its bounds, a new seed, and the name an experiment gets
-//! from its variants. Beside the merges that use them, above none of them.
+//! One way in: the flags of `dbtax run`, an experiment file and a preset each make a `Layer`
+//! (every setting optional, declared once in `experiment::spec`), and `merge` lays them over
+//! the defaults in one function, the lowest first. Beside it, the rules the layers share:
+//! rate mode over a current setting, the stop rule over the current one with its bounds, a
+//! new seed, and the name an experiment gets from its variants. The whole experiment is
+//! checked once, by `Experiment::validate`, after the last layer.
+//!
+//! Neither ripgrep's way (the file read by the flags' parser) nor latte's (the parsed command
+//! is the configuration) fits whole: a file here has tables no flag spells (variants,
+//! factors, the workload) and a preset is built in code. So the three are alike one level
+//! down: each makes the same typed layer, and the layer's fields are generated from the one
+//! list that also makes the `Experiment`'s, so a setting is named in that list and its flag.
 
 use crate::error::usage;
-use crate::experiment::spec::{OpenLoop, RateLevel, StopRule, VariantSpec};
+use crate::experiment::spec::{Experiment, Layer, OpenLoop, RateLevel, StopRule, VariantSpec};
 use crate::load::Arrival;
 use anyhow::Result;
 use std::time::Duration;
+
+/// defaults ⊕ `layers` (the lowest first) → one experiment, not yet validated. Each layer's
+/// plain settings replace the current values; its raw settings go through the rules over
+/// what the layers below made (a file's precision goal and a flag's `--repeats`: the flag's
+/// rule; a file's rate and a flag's `--arrival`: both).
+pub fn merge(layers: Vec<Layer>) -> Result<Experiment> {
+    let mut exp = Experiment::defaults();
+    for mut layer in layers {
+        exp.take_settings(&mut layer);
+        if let Some(w) = layer.workload {
+            exp.workload = w;
+        }
+        if let Some(v) = layer.variants {
+            exp.variants = v;
+        }
+        exp.stop = stop_rule(layer.repeats, layer.precision, layer.budget, &exp.stop)?;
+        exp.open_loop = open_loop(
+            layer.rate,
+            layer.arrival.as_deref(),
+            layer.skip_late,
+            exp.open_loop.take(),
+        )?;
+        if let Some(a) = &layer.agents {
+            exp.agents = crate::agent::parse_list(a)?;
+        }
+        if let Some(h) = &layer.server_host {
+            exp.server_host = Some((crate::agent::server_host(h)?, Default::default()));
+        }
+    }
+    Ok(exp)
+}
 
 /// Rate mode from `rate` / `arrival` / `skip_late` over the current setting (a file's).
 /// Arrival or skip-late without a rate is an error, not silently ignored.
