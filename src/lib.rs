@@ -3,6 +3,7 @@
 
 pub mod agent;
 pub mod cli;
+pub mod client;
 pub mod commands;
 pub mod config;
 pub mod cpus;

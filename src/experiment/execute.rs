@@ -5,9 +5,9 @@
 //! returns.
 
 use super::live::LiveBench;
+use super::open::{Ready, open};
 use super::record::{Recorder, write_results};
 use super::runner::{self, Observer};
-use super::session::{Ready, open};
 use super::spec::{Experiment, RunOptions};
 use crate::load::{Load, LocalLoad, TrialPlan};
 use crate::results::Results;

@@ -5,9 +5,9 @@
 
 use super::execute::{Executed, conclude, trial_plan};
 use super::live::LiveBench;
+use super::open::{Ready, open};
 use super::record::Recorder;
 use super::runner::{self, Bench, LoadPoint, Observer};
-use super::session::{Ready, open};
 use super::sides::{Side, Sides};
 use super::spec::{Experiment, RunOptions};
 use crate::load::LocalLoad;

@@ -117,7 +117,7 @@ pub struct Plan {
     pub restarter: Restarter,
     /// What dbtax will do besides SET GLOBAL (install a plugin, restart...).
     pub notes: Vec<String>,
-    /// Where server and load run (filled in by `session::open`, once the server is reached).
+    /// Where server and load run (filled in by `open::open`, once the server is reached).
     pub cpus: crate::cpus::Placement,
     /// Feature logs will grow on a server not on this machine, unwatched (`--unguarded-logs`).
     pub unguarded_logs: bool,

@@ -11,11 +11,11 @@
 use super::worker::{
     NAP, PHASE_MEASURE, PHASE_STOP, Sent, Shared, WorkerReport, WorkerSetup, late, precise_sleep,
 };
+use crate::client::connection::DbError;
+use crate::client::lean::{Request, Requests, Step, closed, io_lost};
 use crate::rng::Rng;
 use crate::server::Connector;
 use crate::workload::Client;
-use crate::workload::session::DbError;
-use crate::workload::wire::{Request, Requests, Step, closed, io_lost};
 use std::io::{ErrorKind, Write};
 use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering;
@@ -483,7 +483,7 @@ impl Thread<'_> {
     fn reconnect(&mut self, key: usize, slot: &mut Slot, why: &str) {
         match super::worker::reconnect(self.connector, self.shared, self.report.lost > 0) {
             Ok(c) => {
-                slot.client = c.resume(&slot.client);
+                slot.client = c.resume(&mut slot.client);
                 self.attach(key, slot);
             }
             Err(gave_up) => {

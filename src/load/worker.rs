@@ -7,10 +7,10 @@
 //! service time from its actual send, and the lag between the two.
 
 use super::schedule::Schedule;
+use crate::client::connection::DbError;
 use crate::rng::Rng;
 use crate::server::Connector;
 use crate::workload::Client;
-use crate::workload::session::DbError;
 use hdrhistogram::Histogram;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
@@ -333,7 +333,7 @@ pub fn run_worker(
                 }
                 if e.lost() {
                     match reconnect(connector, shared, false) {
-                        Ok(c) => client = c.resume(&client),
+                        Ok(c) => client = c.resume(&mut client),
                         Err(gave_up) => {
                             let why = gave_up.record(&mut report, &format!("connection lost: {e}"));
                             report.fatal = Some(why);

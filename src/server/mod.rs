@@ -16,10 +16,11 @@ pub mod registry;
 pub mod url;
 pub mod value;
 
+use crate::client::connection::{DbError, Kind, Session};
+use crate::client::dial::Dialer;
 pub use crate::error::ServerLost;
 use crate::error::usage;
 use crate::results::TargetInfo;
-use crate::workload::session::{DbError, Dialer, Kind, Session};
 use crate::workload::{Client, PreparedWorkload, Workload, WorkloadKind};
 pub use admin::{Admin, Held, Logins, Plugins, Settings, Support, SupportContext};
 use anyhow::{Context, Result};

@@ -7,14 +7,14 @@ pub mod oltp;
 pub mod pgbench;
 pub mod query;
 pub mod replay;
-pub mod session;
-pub mod wire;
 
+use crate::client::connection::{DbError, Kind, Session};
+use crate::client::dial::Connection;
+use crate::client::lean;
 use crate::error::usage;
 use crate::rng::Rng;
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
-use session::{DbError, Session};
 
 /// The kinds of workload (`--workload`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -237,54 +237,73 @@ impl Workload {
     }
 }
 
-/// One client: a session with its workload's statements prepared.
+/// One client: a connection with its workload's statements prepared.
 pub struct Client {
-    session: Box<dyn Session>,
-    script: Script,
+    connection: Connection,
+    script: Box<dyn Script>,
     /// A replay at a recorded pace: its speed-up.
     pace: Option<f64>,
 }
 
-/// The script a client runs.
-enum Script {
-    Oltp(oltp::OltpScript),
-    Pgbench(pgbench::PgbenchScript),
-    Query(query::QueryScript),
-    Replay(replay::script::ReplayScript),
+/// What a client runs, event by event: one script per kind of workload. A replay's
+/// per-client behaviour is its script's (its share of the sessions, its place kept over a
+/// reconnect, a skipped start passed over, the fingerprint it last timed, its recorded
+/// schedule); the other scripts keep the defaults, and `Client` knows no kind.
+pub trait Script: Send {
+    /// Run one event (a statement, or a transaction); returns the statements executed.
+    fn event(&mut self, s: &mut dyn Session, rng: &mut Rng) -> Result<u32, DbError>;
+    /// Run share `lane` of `lanes` (a replay: of the slice's sessions).
+    fn set_lane(&mut self, _lane: usize, _lanes: usize) {}
+    /// Its connection was lost: true when the script goes on with the next connection from
+    /// where it was (a replay, which prepares nothing); false: it is made anew with it.
+    fn reconnected(&mut self) -> bool {
+        false
+    }
+    /// Rate mode skipped an event (a replay passes over its statement).
+    fn skip(&mut self) {}
+    /// The fingerprint tag of the last event's statement, if tagged.
+    fn tag(&self) -> Option<u32> {
+        None
+    }
+    /// At a recorded pace `speed`: this client's intended starts (ns from the trial's
+    /// start) and the period after which they repeat.
+    fn recorded_schedule(&mut self, _speed: f64) -> Option<(Vec<u64>, u64)> {
+        None
+    }
 }
 
 impl Client {
-    /// Prepare the workload's statements on `session`.
-    pub fn new(mut session: Box<dyn Session>, w: &PreparedWorkload) -> Result<Client, DbError> {
-        let s = session.as_mut();
-        let script = match w.workload.kind {
-            WorkloadKind::Query => Script::Query(query::QueryScript::new(&w.workload.queries)),
+    /// Prepare the workload's statements on `connection`.
+    pub fn new(mut connection: Connection, w: &PreparedWorkload) -> Result<Client, DbError> {
+        let s = connection.session();
+        let script: Box<dyn Script> = match w.workload.kind {
+            WorkloadKind::Query => Box::new(query::QueryScript::new(&w.workload.queries)),
             WorkloadKind::Replay => match &w.workload.slice.0 {
                 Some(slice) => {
                     // The second lock: what the classifier missed fails on the server.
                     if !w.workload.replay.as_ref().is_some_and(|r| r.writes) {
                         replay::script::read_only(s)?;
                     }
-                    Script::Replay(replay::script::ReplayScript::new(slice.clone()))
+                    Box::new(replay::script::ReplayScript::new(slice.clone()))
                 }
                 None => {
                     return Err(DbError {
                         message: "the replay's log was not read".into(),
-                        kind: session::Kind::Refused,
+                        kind: Kind::Refused,
                     });
                 }
             },
             k if k.is_pgbench() => {
-                Script::Pgbench(pgbench::PgbenchScript::new(s, k, w.scale.unwrap_or(1))?)
+                Box::new(pgbench::PgbenchScript::new(s, k, w.scale.unwrap_or(1))?)
             }
-            k => Script::Oltp(oltp::OltpScript::new(s, k, &w.max_ids)?),
+            k => Box::new(oltp::OltpScript::new(s, k, &w.max_ids)?),
         };
         let pace = match w.workload.replay.as_ref().map(|r| r.pace) {
             Some(replay::spec::Pace::Recorded(x)) => Some(x),
             _ => None,
         };
         Ok(Client {
-            session,
+            connection,
             script,
             pace,
         })
@@ -292,76 +311,56 @@ impl Client {
 
     /// Run one event (a statement, or a transaction); returns the statements executed.
     pub fn event(&mut self, rng: &mut Rng) -> Result<u32, DbError> {
-        self.script.event(self.session.as_mut(), rng)
+        self.script.event(self.connection.session(), rng)
     }
 
     /// A lean client's connection (None: a driver's, which only runs blocking).
-    pub fn conn(&mut self) -> Option<&mut wire::Conn> {
-        self.session.lean()?.downcast_mut()
+    pub fn conn(&mut self) -> Option<&mut lean::Conn> {
+        self.connection.lean()
     }
 
     /// A lean client's next event, its requests encoded into `requests` without running
     /// them (the event loop sends them one by one); returns the statements it will run.
     /// None for a driver's client.
-    pub fn plan(&mut self, rng: &mut Rng, requests: &mut wire::Requests) -> Option<u32> {
+    pub fn plan(&mut self, rng: &mut Rng, requests: &mut lean::Requests) -> Option<u32> {
         requests.clear();
-        let conn: &mut wire::Conn = self.session.lean()?.downcast_mut()?;
-        let mut recorder = wire::Recorder {
+        let conn = self.connection.lean()?;
+        let mut recorder = lean::Recorder {
             protocol: conn.protocol.as_mut(),
             requests,
         };
         self.script.event(&mut recorder, rng).ok()
     }
 
-    /// A replaying client: replay share `lane` of `lanes` of the slice's sessions.
+    /// Run share `lane` of `lanes` (a replay's sessions).
     pub fn set_lane(&mut self, lane: usize, lanes: usize) {
-        if let Script::Replay(r) = &mut self.script {
-            r.set_lane(lane, lanes);
-        }
+        self.script.set_lane(lane, lanes);
     }
 
-    /// This new client takes over from `old`, whose connection was lost (a replay goes on
-    /// where it was).
-    pub fn resume(mut self, old: &Client) -> Client {
-        if let (Script::Replay(r), Script::Replay(o)) = (&mut self.script, &old.script) {
-            r.resume(o);
+    /// This new client takes over from `old`, whose connection was lost: a script that goes
+    /// on where it was (a replay's) comes over, any other starts anew here.
+    pub fn resume(mut self, old: &mut Client) -> Client {
+        if old.script.reconnected() {
+            std::mem::swap(&mut self.script, &mut old.script);
         }
         self
     }
 
-    /// Rate mode skipped an event: a replay passes over its statement.
+    /// Rate mode skipped an event.
     pub fn skip(&mut self) {
-        if let Script::Replay(r) = &mut self.script {
-            r.skip();
-        }
+        self.script.skip();
     }
 
-    /// The fingerprint tag of the last event's statement (a replay's), if tagged.
+    /// The fingerprint tag of the last event's statement, if tagged.
     pub fn tag(&self) -> Option<u32> {
-        match &self.script {
-            Script::Replay(r) => Some(r.tag()).filter(|t| *t != replay::slice::NONE),
-            _ => None,
-        }
+        self.script.tag()
     }
 
     /// A replay at a recorded pace: this client's intended starts (ns from the trial's
     /// start) and the period after which they repeat.
     pub fn recorded_schedule(&mut self) -> Option<(Vec<u64>, u64)> {
-        match (&mut self.script, &self.pace) {
-            (Script::Replay(r), Some(speed)) => Some(r.offsets(*speed)),
-            _ => None,
-        }
-    }
-}
-
-impl Script {
-    fn event(&mut self, s: &mut dyn Session, rng: &mut Rng) -> Result<u32, DbError> {
-        match self {
-            Script::Oltp(o) => o.event(s, rng),
-            Script::Pgbench(p) => p.event(s, rng),
-            Script::Query(q) => q.event(s),
-            Script::Replay(r) => r.event(s),
-        }
+        let speed = self.pace?;
+        self.script.recorded_schedule(speed)
     }
 }
 

@@ -7,7 +7,7 @@
 //! only prepares and executes the statements.
 
 use super::WorkloadKind;
-use super::session::{DbError, Session, Stmt, Value, transaction};
+use crate::client::connection::{DbError, Session, Stmt, Value, transaction};
 use crate::error::usage;
 use crate::rng::Rng;
 use anyhow::Result;
@@ -97,9 +97,10 @@ impl OltpScript {
             pad: String::with_capacity(60),
         })
     }
+}
 
-    /// Run one event; returns the statements executed.
-    pub fn event(&mut self, s: &mut dyn Session, rng: &mut Rng) -> Result<u32, DbError> {
+impl super::Script for OltpScript {
+    fn event(&mut self, s: &mut dyn Session, rng: &mut Rng) -> Result<u32, DbError> {
         let t = rng.range(0, self.tables.len() as u64 - 1) as usize;
         let max = self.max_ids[t];
         let id = |rng: &mut Rng| Value::Int(rng.range(1, max) as i64);

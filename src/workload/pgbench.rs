@@ -3,7 +3,7 @@
 //! pgbench_* tables (100,000 accounts, 10 tellers and one branch per unit of scale).
 
 use super::WorkloadKind;
-use super::session::{DbError, Session, Stmt, Value, transaction};
+use crate::client::connection::{DbError, Session, Stmt, Value, transaction};
 use crate::rng::Rng;
 
 /// Accounts per unit of scale.
@@ -53,9 +53,11 @@ impl PgbenchScript {
             writes,
         })
     }
+}
 
-    /// Run one event (a transaction, or select-only's one select); returns the statements.
-    pub fn event(&mut self, s: &mut dyn Session, rng: &mut Rng) -> Result<u32, DbError> {
+impl super::Script for PgbenchScript {
+    /// One event: a transaction, or select-only's one select.
+    fn event(&mut self, s: &mut dyn Session, rng: &mut Rng) -> Result<u32, DbError> {
         let aid = random(rng, 1, ACCOUNTS as i64 * self.scale);
         let Some([account, teller, branch, history]) = self.writes else {
             s.execute(self.select, &[aid])?;

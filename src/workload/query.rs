@@ -2,7 +2,7 @@
 //! mysqlslap and psql send them (so `select 1` measures what study 000 measured); its setup
 //! statements; and the check that the server takes the statements before anything changes.
 
-use super::session::{DbError, Kind, Session};
+use crate::client::connection::{DbError, Kind, Session};
 use crate::error::usage;
 use anyhow::Result;
 
@@ -18,9 +18,11 @@ impl QueryScript {
             statements: statements.to_vec(),
         }
     }
+}
 
-    /// Run every statement once; returns how many ran.
-    pub fn event(&mut self, s: &mut dyn Session) -> Result<u32, DbError> {
+impl super::Script for QueryScript {
+    /// Every statement once.
+    fn event(&mut self, s: &mut dyn Session, _rng: &mut crate::rng::Rng) -> Result<u32, DbError> {
         for q in &self.statements {
             s.simple(q)?;
         }

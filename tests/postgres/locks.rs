@@ -147,8 +147,9 @@ pub(crate) fn the_session_and_the_login_refuse_what_the_classifier_would_miss(ct
     let mut bystander = ctx.sql(DB);
     let mut refused = 0;
     for login in [Some(&reader), None] {
-        let mut s = server.client_dialer(login).dial().unwrap();
-        dbtax::workload::replay::script::read_only(s.as_mut()).unwrap();
+        let mut connection = server.client_dialer(login).dial().unwrap();
+        let s = connection.session();
+        dbtax::workload::replay::script::read_only(s).unwrap();
         if login.is_some() {
             // The login holds on its own: the session may even lift its read-only mode.
             s.statement("SET default_transaction_read_only = off")

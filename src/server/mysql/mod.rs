@@ -5,9 +5,9 @@
 
 pub mod admin;
 pub mod catalog;
+pub mod driver;
 pub mod logins;
 pub mod managed;
-pub mod session;
 pub mod tables;
 pub mod url;
 pub mod wire;
@@ -16,8 +16,9 @@ use super::catalog::Feature;
 use super::engines::{CpuScope, EngineDef, Opened};
 use super::url::TargetSpec;
 use super::{Admin, Engine, ManagedConfig, ServerLost};
+use crate::client::connection::{DbError, Session};
+use crate::client::dial::Dialer;
 use crate::error::usage;
-use crate::workload::session::{DbError, Dialer, Session};
 use crate::workload::{PreparedWorkload, Workload, WorkloadKind};
 use managed::ManagedServer;
 use std::path::PathBuf;
@@ -123,15 +124,15 @@ const ADMIN_TIMEOUT: Duration = Duration::from_secs(20);
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(60);
 
 impl MysqlEngine {
-    /// Client sessions: the client's timeouts (a user's query may be slow).
-    fn client_dialer(&self, schema: Option<&str>) -> session::MysqlDialer {
+    /// Client sessions' options: the client's timeouts (a user's query may be slow).
+    fn client_opts(&self, schema: Option<&str>) -> mysql::Opts {
         let opts = self
             .base_opts
             .clone()
             .db_name(schema.map(str::to_string))
             .read_timeout(Some(CLIENT_TIMEOUT))
             .write_timeout(Some(CLIENT_TIMEOUT));
-        session::MysqlDialer(opts.into())
+        opts.into()
     }
 
     fn conn(&self, schema: Option<&str>) -> Result<::mysql::Conn> {
@@ -175,12 +176,14 @@ impl Engine for MysqlEngine {
     }
 
     fn session(&self, schema: Option<&str>) -> Result<Box<dyn Session>, DbError> {
-        self.client_dialer(schema).dial()
+        Ok(Box::new(driver::MysqlSession::connect(
+            self.client_opts(schema),
+        )?))
     }
 
     /// The workers' clients: the lean protocol client (`wire`).
     fn dialer(&self, schema: &str, login: Option<&super::Login>) -> Arc<dyn Dialer> {
-        let mut opts = self.client_dialer(Some(schema)).0;
+        let mut opts = self.client_opts(Some(schema));
         if let Some(l) = login {
             opts = ::mysql::OptsBuilder::from_opts(opts)
                 .user(Some(&l.user))

@@ -6,8 +6,8 @@
 //! Login: mysql_native_password and caching_sha2_password (fast path; the full path sends the
 //! password over a unix socket, RSA-encrypted over TCP), with an auth switch when asked.
 
-use crate::workload::session::{DbError, Kind, Stmt, Value};
-use crate::workload::wire::{Conn, Protocol, Request, Step, Stream, io_lost, lost, skip_on};
+use crate::client::connection::{DbError, Kind, Stmt, Value};
+use crate::client::lean::{Conn, Protocol, Request, Step, Stream, io_lost, lost, skip_on};
 use mysql_common::constants::{CapabilityFlags, MariadbCapabilities};
 use mysql_common::io::ParseBuf;
 use mysql_common::packets::{AuthPlugin, HandshakePacket, HandshakeResponse};
@@ -212,7 +212,7 @@ impl MyWire {
 
 impl Protocol for MyWire {
     fn read_only_sql(&self) -> &'static str {
-        super::session::READ_ONLY
+        super::driver::READ_ONLY
     }
 
     fn execute(&mut self, stmt: Stmt, params: &[Value<'_>], out: &mut Vec<u8>) {
@@ -471,9 +471,12 @@ pub struct MyWireDialer {
     pub timeout: Duration,
 }
 
-impl crate::workload::session::Dialer for MyWireDialer {
-    fn dial(&self) -> Result<Box<dyn crate::workload::session::Session>, DbError> {
-        Ok(Box::new(connect(&self.opts, self.timeout)?))
+impl crate::client::dial::Dialer for MyWireDialer {
+    fn dial(&self) -> Result<crate::client::dial::Connection, DbError> {
+        Ok(crate::client::dial::Connection::Lean(connect(
+            &self.opts,
+            self.timeout,
+        )?))
     }
 }
 

@@ -1,7 +1,7 @@
 //! The MySQL lean client's answer parser, fed as a socket might deliver bytes.
 
 use super::*;
-use crate::workload::wire::drive;
+use crate::client::lean::drive;
 
 fn pk(payload: &[u8]) -> Vec<u8> {
     let mut out = vec![];

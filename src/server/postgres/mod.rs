@@ -7,8 +7,8 @@
 
 pub mod admin;
 pub mod catalog;
+pub mod driver;
 pub mod managed;
-pub mod session;
 pub mod tables;
 pub mod tls;
 pub mod url;
@@ -18,8 +18,9 @@ use super::catalog::Feature;
 use super::engines::{CpuScope, EngineDef, Opened};
 use super::url::TargetSpec;
 use super::{Admin, Engine, ManagedConfig, ServerLost};
+use crate::client::connection::{DbError, Session};
+use crate::client::dial::Dialer;
 use crate::error::usage;
-use crate::workload::session::{DbError, Dialer, Session};
 use crate::workload::{PreparedWorkload, Workload, WorkloadKind};
 use anyhow::Result;
 use managed::PgManaged;
@@ -225,14 +226,12 @@ impl Engine for PgEngine {
     /// In dbtax's database; without one, where admin connections go (the maintenance
     /// database, else the URL's).
     fn session(&self, schema: Option<&str>) -> Result<Box<dyn Session>, DbError> {
-        let first = session::PgSession::connect(
-            self.tls.as_ref(),
-            &self.config(schema.unwrap_or(ADMIN_DB)),
-        );
+        let first =
+            driver::PgSession::connect(self.tls.as_ref(), &self.config(schema.unwrap_or(ADMIN_DB)));
         let url_db = self.url.as_ref().and_then(|u| u.db.as_deref());
         let s = match (first, schema, url_db) {
             (Err(_), None, Some(db)) if db != ADMIN_DB => {
-                session::PgSession::connect(self.tls.as_ref(), &self.config(db))?
+                driver::PgSession::connect(self.tls.as_ref(), &self.config(db))?
             }
             (first, _, _) => first?,
         };

@@ -6,8 +6,8 @@
 //! arrive. Login: trust, password, md5 and SCRAM-SHA-256; TLS when the URL asks (`tls`).
 
 use super::tls::Tls;
-use crate::workload::session::{DbError, Kind, Stmt, Value};
-use crate::workload::wire::{Conn, Protocol, Request, Step, Stream, io_lost, lost, skip_on};
+use crate::client::connection::{DbError, Kind, Stmt, Value};
+use crate::client::lean::{Conn, Protocol, Request, Step, Stream, io_lost, lost, skip_on};
 use bytes::BytesMut;
 use postgres::config::Host;
 use postgres_protocol::authentication::{md5_hash, sasl};
@@ -115,12 +115,12 @@ impl Protocol for PgWire {
     }
 
     fn read_only_sql(&self) -> &'static str {
-        super::session::READ_ONLY
+        super::driver::READ_ONLY
     }
 
     fn prepare(&mut self, sql: &str, out: &mut Vec<u8>) {
         let name = format!("s{}", self.names.len());
-        let sql = super::session::number_placeholders(sql);
+        let sql = super::driver::number_placeholders(sql);
         let _ = frontend::parse(&name, &sql, std::iter::empty(), &mut self.scratch);
         frontend::sync(&mut self.scratch);
         flush_into(&mut self.scratch, out);
@@ -357,9 +357,9 @@ pub struct PgWireDialer {
     pub tls: Option<Tls>,
 }
 
-impl crate::workload::session::Dialer for PgWireDialer {
-    fn dial(&self) -> Result<Box<dyn crate::workload::session::Session>, DbError> {
-        Ok(Box::new(connect(
+impl crate::client::dial::Dialer for PgWireDialer {
+    fn dial(&self) -> Result<crate::client::dial::Connection, DbError> {
+        Ok(crate::client::dial::Connection::Lean(connect(
             &self.config,
             self.tls.as_ref(),
             self.timeout,
@@ -370,7 +370,7 @@ impl crate::workload::session::Dialer for PgWireDialer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::workload::wire::drive;
+    use crate::client::lean::drive;
 
     fn msg(tag: u8, body: &[u8]) -> Vec<u8> {
         let mut m = vec![tag];

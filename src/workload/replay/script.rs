@@ -6,7 +6,7 @@
 //! tag of the last event's statement tells which fingerprint it timed.
 
 use super::slice::{NONE, Slice};
-use crate::workload::session::{DbError, Session};
+use crate::client::connection::{DbError, Session};
 use std::sync::Arc;
 
 /// Make a new session a replaying one: read-only for every transaction after this (the
@@ -39,20 +39,6 @@ impl ReplayScript {
         }
     }
 
-    /// Replay client `lane`'s share of `lanes`, from the start.
-    pub fn set_lane(&mut self, lane: usize, lanes: usize) {
-        self.lane = self.slice.lane(lane, lanes);
-        self.pos = 0;
-    }
-
-    /// Go on where `old` (the same client before its connection was lost) was; the new
-    /// connection's database is unknown.
-    pub fn resume(&mut self, old: &ReplayScript) {
-        self.lane.clone_from(&old.lane);
-        self.pos = old.pos;
-        self.db = NONE;
-    }
-
     /// Deal this client the whole slice when it was dealt no share (a dealt share is never
     /// empty, `Slice::lane`).
     fn deal(&mut self) {
@@ -68,14 +54,28 @@ impl ReplayScript {
         self.pos = (self.pos + 1) % self.lane.len();
         Some(i as usize)
     }
+}
+
+impl crate::workload::Script for ReplayScript {
+    /// Replay client `lane`'s share of `lanes`, from the start.
+    fn set_lane(&mut self, lane: usize, lanes: usize) {
+        self.lane = self.slice.lane(lane, lanes);
+        self.pos = 0;
+    }
+
+    /// Go on with the new connection where this client was; its database is unknown.
+    fn reconnected(&mut self) -> bool {
+        self.db = NONE;
+        true
+    }
 
     /// Pass over the next statement (rate mode skipped its start).
-    pub fn skip(&mut self) {
+    fn skip(&mut self) {
         self.advance();
     }
 
     /// Run the next statement; returns the statements sent (with a `USE`, two).
-    pub fn event(&mut self, s: &mut dyn Session) -> Result<u32, DbError> {
+    fn event(&mut self, s: &mut dyn Session, _rng: &mut crate::rng::Rng) -> Result<u32, DbError> {
         let Some(i) = self.advance() else {
             return Ok(0);
         };
@@ -91,14 +91,14 @@ impl ReplayScript {
         Ok(n + 1)
     }
 
-    /// The tag of the last statement run (NONE: untagged).
-    pub fn tag(&self) -> u32 {
-        self.tag
+    /// The tag of the last statement run (None: untagged).
+    fn tag(&self) -> Option<u32> {
+        Some(self.tag).filter(|t| *t != NONE)
     }
 
     /// The recorded offsets of this client's statements (ns from the slice's start, divided
     /// by `speed`), and the slice's span so divided: its schedule at a recorded pace.
-    pub fn offsets(&mut self, speed: f64) -> (Vec<u64>, u64) {
+    fn recorded_schedule(&mut self, speed: f64) -> Option<(Vec<u64>, u64)> {
         let scale = |ns: u64| (ns as f64 / speed) as u64;
         self.deal();
         let offsets = self
@@ -108,6 +108,6 @@ impl ReplayScript {
             .collect();
         // One gap more than the span, so a wrapped round does not start on the last one.
         let span = self.slice.span_ns() + self.slice.span_ns() / self.slice.stmts.len() as u64;
-        (offsets, scale(span).max(1))
+        Some((offsets, scale(span).max(1)))
     }
 }

@@ -1,7 +1,8 @@
 //! What a workload needs of a connection, and nothing more: prepare a statement, execute it
 //! with parameters (its rows read and discarded), send text over the simple protocol, and
 //! open or close a transaction the way the engine's own tools do. Each engine implements
-//! `Session` over its driver (`server::mysql::session`, `server::postgres::session`); the
+//! `Session` over its driver (`server::mysql::driver`, `server::postgres::driver`) and the
+//! lean client implements it over a protocol (`lean::Conn`); the
 //! scripts (`oltp`, `pgbench`, `query`) are written once against it. Statements use `?`
 //! placeholders; an engine that numbers them (`$1`) renumbers them itself.
 
@@ -64,14 +65,6 @@ impl DbError {
     }
 }
 
-/// Opens sessions to one database of one server, on any thread and as often as a worker
-/// reconnects. It holds connection settings only (never the engine), so a worker that a
-/// frozen server keeps waiting can be left behind.
-pub trait Dialer: Send + Sync {
-    /// A new session.
-    fn dial(&self) -> Result<Box<dyn Session>, DbError>;
-}
-
 /// One connection to a server, as the scripts use it.
 pub trait Session: Send {
     /// Prepare a statement (`?` placeholders); returns its handle on this session.
@@ -95,11 +88,6 @@ pub trait Session: Send {
     /// Roll back after a failed statement (a failure here is not reported: the statement's
     /// own error is).
     fn rollback(&mut self);
-    /// A lean client's connection (a `wire::Conn`), which the event loop can drive; None: a
-    /// driver's. (As `Any`: this module stays below `wire`.)
-    fn lean(&mut self) -> Option<&mut dyn std::any::Any> {
-        None
-    }
 }
 
 /// Run a transaction: begin, `body`, commit (roll back when the body fails). Returns the

@@ -5,7 +5,7 @@
 //! become `DbError`s here.
 
 use super::clean_error;
-use crate::workload::session::{DbError, Kind, Session, Stmt, Value};
+use crate::client::connection::{DbError, Kind, Session, Stmt, Value};
 use bytes::BytesMut;
 
 /// Makes every later transaction of a session read-only (default_transaction_read_only).

@@ -6,10 +6,8 @@
 //! non-blocking socket. Rows are skipped where they arrive, never kept: a 1 GB row costs no
 //! memory.
 
-pub mod socket;
-
-use crate::workload::session::{DbError, Kind, Session, Stmt, Value};
-pub use socket::Stream;
+use super::connection::{DbError, Kind, Session, Stmt, Value};
+pub use super::socket::Stream;
 use std::io::{ErrorKind, Read, Write};
 use std::time::Duration;
 
@@ -240,10 +238,6 @@ impl Session for Conn {
     fn rollback(&mut self) {
         self.protocol.simple("ROLLBACK", &mut self.out);
         let _ = self.round_trip(Request::Run);
-    }
-
-    fn lean(&mut self) -> Option<&mut dyn std::any::Any> {
-        Some(self)
     }
 }
 

@@ -4,7 +4,7 @@
 //! them. Driver errors become `DbError`s here.
 
 use super::clean_error;
-use crate::workload::session::{DbError, Dialer, Kind, Session, Stmt, Value};
+use crate::client::connection::{DbError, Kind, Session, Stmt, Value};
 use mysql::prelude::Queryable;
 
 /// Makes every later transaction of a session read-only (tx_read_only / transaction_read_only).
@@ -29,15 +29,6 @@ pub fn db_error(e: mysql::Error) -> DbError {
     DbError {
         message: clean_error(&e),
         kind,
-    }
-}
-
-/// Sessions with these options.
-pub struct MysqlDialer(pub mysql::Opts);
-
-impl Dialer for MysqlDialer {
-    fn dial(&self) -> Result<Box<dyn Session>, DbError> {
-        Ok(Box::new(MysqlSession::connect(self.0.clone())?))
     }
 }
 
