@@ -401,7 +401,7 @@ mod tests {
             .iter()
             .map(|r| r.latency_us.value_at_quantile(0.99))
             .collect();
-        let merged = crate::load::summary::merge_reports(reports).unwrap();
+        let merged = crate::load::reports::merge_reports(reports).unwrap();
         assert_eq!(merged.latency_us, all);
         assert_eq!(merged.queries, 60_000);
         // An agent's connections lost for good cross the wire and are counted in the merge.

@@ -6,7 +6,7 @@
 
 use super::protocol::{self, AgentReport, Hello, PROTOCOL, Prepare, Reply, Request, VERSION};
 use crate::load::TrialPlan;
-use crate::load::summary::merge_reports;
+use crate::load::reports::merge_reports;
 use crate::load::trial::{begin_measure, connect_clients, with_workers};
 use crate::load::window::{Phase, instant_of, run_phase};
 use crate::load::worker::{Shared, WorkerReport};

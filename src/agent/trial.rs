@@ -13,7 +13,7 @@ use super::protocol::{self, AgentReport, Prepare, Reply, Request};
 use super::split;
 use crate::error::{Failure, usage};
 use crate::load::measure::{Snapshot, snapshot, status_reader};
-use crate::load::summary::summarize;
+use crate::load::reports::summarize;
 use crate::load::window::{Phase, instant_of, run_phase};
 use crate::load::worker::WorkerReport;
 use crate::load::{Load, Rate, Target, TrialPlan, TrialProbes, TrialProgress};

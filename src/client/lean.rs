@@ -2,7 +2,7 @@
 //! and an engine's `Protocol` that encodes requests and tells where their answers end. Each
 //! engine writes only its protocol (`server::postgres::wire`, `server::mysql::wire`); this module runs it two
 //! ways: blocking, as a `Session` (one thread per connection), and as a set of requests
-//! recorded ahead of time (`Recorder`) that the event loop (`load::evented`) sends on a
+//! encoded ahead of time (`Encoder`) that the event loop (`load::evented`) sends on a
 //! non-blocking socket. Rows are skipped where they arrive, never kept: a 1 GB row costs no
 //! memory.
 
@@ -241,7 +241,7 @@ impl Session for Conn {
     }
 }
 
-/// One event's requests, encoded ahead of time by running the script against a `Recorder`;
+/// One event's requests, encoded ahead of time by running the script against a `Encoder`;
 /// the event loop sends them one at a time, each after the previous one's answer.
 #[derive(Default)]
 pub struct Requests {
@@ -270,21 +270,21 @@ impl Requests {
 
 /// A `Session` that records what the script asks instead of running it (every request
 /// succeeds; the event loop learns the real outcomes one by one).
-pub struct Recorder<'a> {
+pub struct Encoder<'a> {
     /// The connection's protocol, encoding.
     pub protocol: &'a mut dyn Protocol,
     /// Where the requests go.
     pub requests: &'a mut Requests,
 }
 
-impl Recorder<'_> {
+impl Encoder<'_> {
     fn push(&mut self) -> Result<(), DbError> {
         self.requests.ends.push(self.requests.bytes.len());
         Ok(())
     }
 }
 
-impl Session for Recorder<'_> {
+impl Session for Encoder<'_> {
     fn prepare(&mut self, _sql: &str) -> Result<Stmt, DbError> {
         Err(DbError {
             message: "statements are prepared when a client connects".into(),

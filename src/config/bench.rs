@@ -14,7 +14,7 @@ use anyhow::Result;
 
 /// One measurement, validated.
 #[derive(Debug)]
-pub struct Bench {
+pub struct Measurement {
     /// Where.
     pub server: ServerConfig,
     /// What the clients run.
@@ -28,7 +28,7 @@ pub struct Bench {
 }
 
 /// `dbtax bench`'s flags, validated.
-pub fn bench(args: &BenchArgs) -> Result<Bench> {
+pub fn bench(args: &BenchArgs) -> Result<Measurement> {
     let server = server_config(&args.target, None)?;
     let mut workload = workload_from(&args.workload, Workload::default())?;
     if args.threads == 0 {
@@ -70,7 +70,7 @@ pub fn bench(args: &BenchArgs) -> Result<Bench> {
     };
     let agents = parse_list(&args.agents.agents)?;
     agents_time_their_trials(&agents, args.queries)?;
-    Ok(Bench {
+    Ok(Measurement {
         server,
         workload,
         plan: TrialPlan {

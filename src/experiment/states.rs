@@ -33,7 +33,7 @@ pub(super) fn find<'a>(features: &'a [Feature], name: &str) -> &'a Feature {
 }
 
 /// A setting held at one value in every variant, and the feature that needs it.
-pub(super) struct Held<'f> {
+pub(super) struct HeldSetting<'f> {
     pub name: String,
     pub value: String,
     pub feature: &'f Feature,
@@ -41,8 +41,8 @@ pub(super) struct Held<'f> {
 
 /// The settings the features hold in every variant (`Feature::held`); two features that
 /// need different values cannot run in one experiment.
-pub(super) fn held<'f>(features: &'f [Feature]) -> Result<Vec<Held<'f>>> {
-    let mut out: Vec<Held> = vec![];
+pub(super) fn held<'f>(features: &'f [Feature]) -> Result<Vec<HeldSetting<'f>>> {
+    let mut out: Vec<HeldSetting> = vec![];
     for f in features {
         for (k, v) in f.held {
             match out.iter().find(|h| h.name == *k) {
@@ -55,7 +55,7 @@ pub(super) fn held<'f>(features: &'f [Feature]) -> Result<Vec<Held<'f>>> {
                     )));
                 }
                 Some(_) => {}
-                None => out.push(Held {
+                None => out.push(HeldSetting {
                     name: k.to_string(),
                     value: v.to_string(),
                     feature: f,
@@ -71,7 +71,7 @@ pub(super) fn held<'f>(features: &'f [Feature]) -> Result<Vec<Held<'f>>> {
 pub(super) fn check_contradictions(
     exp: &Experiment,
     features: &[Feature],
-    held: &[Held],
+    held: &[HeldSetting],
 ) -> Result<()> {
     for v in &exp.variants {
         for (k, val) in &v.set {
@@ -108,7 +108,7 @@ pub(super) fn check_contradictions(
 pub(super) fn states(
     exp: &Experiment,
     features: &[Feature],
-    held: &[Held],
+    held: &[HeldSetting],
 ) -> (Vec<String>, Vec<State>) {
     let mut touched: Vec<String> = vec![];
     let mut add = |k: &str| {
@@ -167,7 +167,7 @@ pub(super) fn states(
 }
 
 /// The plan's words on each held setting that differs from the server's value now.
-pub(super) fn held_notes(held: &[Held], current: &BTreeMap<String, String>) -> Vec<String> {
+pub(super) fn held_notes(held: &[HeldSetting], current: &BTreeMap<String, String>) -> Vec<String> {
     held.iter()
         .filter_map(|h| {
             let now = current.get(&h.name)?;

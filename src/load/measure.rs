@@ -1,6 +1,6 @@
 //! What is read around a trial's measured window, whoever makes the load: this process's
 //! CPU, the server's CPU, the feature logs' sizes and the server's status counters, at each
-//! end of the window. `summary` turns two readings and the load's reports into a `Trial`.
+//! end of the window. `reports` turns two readings and the load's reports into a `Trial`.
 
 use super::TrialProbes;
 use crate::server::{Admin, Server};

@@ -4,13 +4,13 @@
 //! (`evented`), chosen by `execution`; `trial` runs either. The agents' pool (`agent::Pool`) is another
 //! `Load`, on other hosts. A trial plan is plain data. What every `Load` shares: the measuring
 //! window's loop (`window`), the readings around it (`measure`) and the merge of reports into
-//! a `Trial` (`summary`). Nothing here knows the agents.
+//! a `Trial` (`reports`). Nothing here knows the agents.
 
 pub mod evented;
 pub mod measure;
+pub mod reports;
 pub mod schedule;
 pub mod settle;
-pub mod summary;
 pub mod trial;
 pub mod window;
 pub mod worker;

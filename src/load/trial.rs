@@ -98,11 +98,11 @@ pub fn run_local(
     // One report per OS thread that drove connections.
     let load_threads = reports.len() as u32;
     let fingerprints = match &target.workload.workload.slice.0 {
-        Some(slice) => super::summary::fingerprints(&reports, slice)?,
+        Some(slice) => super::reports::fingerprints(&reports, slice)?,
         None => vec![],
     };
     let mut trial =
-        super::summary::summarize(reports, &before, &after, plan.rate, client_cpu_us as f64)?;
+        super::reports::summarize(reports, &before, &after, plan.rate, client_cpu_us as f64)?;
     trial.settle_s = settled;
     trial.load_threads = Some(load_threads);
     trial.fingerprints = fingerprints;

@@ -325,11 +325,11 @@ impl Client {
     pub fn plan(&mut self, rng: &mut Rng, requests: &mut lean::Requests) -> Option<u32> {
         requests.clear();
         let conn = self.connection.lean()?;
-        let mut recorder = lean::Recorder {
+        let mut encoder = lean::Encoder {
             protocol: conn.protocol.as_mut(),
             requests,
         };
-        self.script.event(&mut recorder, rng).ok()
+        self.script.event(&mut encoder, rng).ok()
     }
 
     /// Run share `lane` of `lanes` (a replay's sessions).

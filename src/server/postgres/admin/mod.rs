@@ -4,9 +4,9 @@
 //! statements the trait names as changes.
 
 mod autoconf;
+mod checks;
 mod held;
 mod logins;
-mod probe;
 
 use super::catalog::CURRENT_LOGFILE;
 use super::{db_error, quote_literal};
