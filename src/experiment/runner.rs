@@ -174,71 +174,152 @@ pub fn run(
     bench: &mut dyn Bench,
     observer: &mut dyn Observer,
 ) -> Result<Outcome> {
-    let mut rng = Rng::new(exp.seed);
-    let nv = exp.variants.len();
     let calibration = calibrate(exp, bench, observer)?;
-    let points = exp.points();
-    let rates: Vec<Option<(String, f64)>> =
-        points.iter().map(|p| asked(exp, p, &calibration)).collect();
-    let load = |point: usize| LoadPoint {
-        threads: points[point].threads,
-        rate: rates[point].as_ref().map(|(_, per_second)| {
-            let o = exp.open_loop.as_ref().expect("a rate level is rate mode");
-            Rate {
-                per_second: *per_second,
-                arrival: o.arrival,
-                skip_late: o.skip_late,
-            }
-        }),
-    };
-    let mut cells: Vec<CellTrials> = points
-        .iter()
-        .enumerate()
-        .flat_map(|(point, p)| {
-            let rate = rates[point].clone();
-            exp.variants
-                .iter()
-                .enumerate()
-                .map(move |(i, v)| CellTrials {
-                    variant: v.name.clone(),
-                    baseline: v.baseline,
-                    variant_index: i,
-                    threads: p.threads,
-                    point,
-                    rate: rate.clone(),
-                    trials: vec![],
-                    effects: v.effects.clone(),
-                    levels: v.levels.clone(),
-                })
-        })
-        .collect();
-    let started = Instant::now();
-    let per_trial = order::trial_estimate(exp.trial, exp.warmup);
-    // Blocks are keyed by point (index): a thread count, or a thread count and a rate.
-    let keys: Vec<u32> = (0..points.len() as u32).collect();
-    let mut orders = Orders::new(nv, &keys, &mut rng);
-    let warmup_trials = if exp.warmup_round {
-        points.len() * nv
-    } else {
-        0
-    };
-    let mut planned = warmup_trials + exp.planned_trials();
-    // Other processes' CPU in every trial so far (warm-up too): the run's typical level,
-    // above which a trial is disturbed.
-    let mut seen: Vec<f64> = vec![];
-    let mut index = 0usize;
-    let (mut previous, mut before_previous): (Option<usize>, Option<usize>) = (None, None);
+    let mut run = Loop::new(exp, calibration);
     if exp.warmup_round {
+        run.warmup_round(bench, observer)?;
+    }
+    for r in 0u32.. {
+        let need = run.needed(r, bench);
+        if need.is_empty() {
+            break;
+        }
+        run.round(r, &need, bench, observer)?;
+    }
+    Ok(run.finish())
+}
+
+/// The loop's state: the cells and what the stop rules, the disturbance rule and the
+/// carry-over columns need to remember from one block to the next.
+struct Loop<'e> {
+    exp: &'e Experiment,
+    rng: Rng,
+    calibration: Vec<Calibration>,
+    /// Every load point (a thread count, or a thread count and a rate), and in rate mode its
+    /// level's label and events per second.
+    points: Vec<Point>,
+    rates: Vec<Option<(String, f64)>>,
+    /// Blocks are keyed by point (index).
+    keys: Vec<u32>,
+    orders: Orders,
+    /// The kept trials of every (point, variant).
+    cells: Vec<CellTrials>,
+    summary: crate::stats::summary::Summary,
+    warnings: Vec<Warning>,
+    started: Instant,
+    /// Trials run so far (warm-up too), and planned (grows in precision mode).
+    index: usize,
+    planned: usize,
+    /// The variants of the last two trials (the carry-over columns).
+    previous: Option<usize>,
+    before_previous: Option<usize>,
+    /// Other processes' CPU in every trial so far (warm-up too): the run's typical level,
+    /// above which a trial is disturbed.
+    seen: Vec<f64>,
+    /// Disturbed blocks: their trials (parallel to `cells`), and their records.
+    set_aside: Vec<Vec<Trial>>,
+    disturbed: Vec<DisturbedBlock>,
+    /// Blocks that lost a trial to a late reading of the server's host (their trials are
+    /// dropped: a block short of a variant pairs nothing).
+    late: Vec<DisturbedBlock>,
+    /// Each point's blocks that count, and its blocks set aside.
+    counted: Vec<u32>,
+    set_aside_at: Vec<u32>,
+    /// Precision mode: each cell's half-width after its first-stage blocks.
+    stage: BTreeMap<(u32, usize), f64>,
+}
+
+impl<'e> Loop<'e> {
+    fn new(exp: &'e Experiment, calibration: Vec<Calibration>) -> Loop<'e> {
+        let mut rng = Rng::new(exp.seed);
+        let points = exp.points();
+        let rates: Vec<Option<(String, f64)>> =
+            points.iter().map(|p| asked(exp, p, &calibration)).collect();
+        let cells: Vec<CellTrials> = points
+            .iter()
+            .enumerate()
+            .flat_map(|(point, p)| {
+                let rate = rates[point].clone();
+                exp.variants
+                    .iter()
+                    .enumerate()
+                    .map(move |(i, v)| CellTrials {
+                        variant: v.name.clone(),
+                        baseline: v.baseline,
+                        variant_index: i,
+                        threads: p.threads,
+                        point,
+                        rate: rate.clone(),
+                        trials: vec![],
+                        effects: v.effects.clone(),
+                        levels: v.levels.clone(),
+                    })
+            })
+            .collect();
+        let keys: Vec<u32> = (0..points.len() as u32).collect();
+        let orders = Orders::new(exp.variants.len(), &keys, &mut rng);
+        let warmup_trials = if exp.warmup_round {
+            points.len() * exp.variants.len()
+        } else {
+            0
+        };
+        Loop {
+            exp,
+            rng,
+            calibration,
+            summary: summarize(&cells),
+            set_aside: vec![vec![]; cells.len()],
+            counted: vec![0; keys.len()],
+            set_aside_at: vec![0; keys.len()],
+            planned: warmup_trials + exp.planned_trials(),
+            points,
+            rates,
+            keys,
+            orders,
+            cells,
+            warnings: vec![],
+            started: Instant::now(),
+            index: 0,
+            previous: None,
+            before_previous: None,
+            seen: vec![],
+            disturbed: vec![],
+            late: vec![],
+            stage: BTreeMap::new(),
+        }
+    }
+
+    /// Where point `point`'s trials run.
+    fn load(&self, point: usize) -> LoadPoint {
+        LoadPoint {
+            threads: self.points[point].threads,
+            rate: self.rates[point].as_ref().map(|(_, per_second)| {
+                let o = self
+                    .exp
+                    .open_loop
+                    .as_ref()
+                    .expect("a rate level is rate mode");
+                Rate {
+                    per_second: *per_second,
+                    arrival: o.arrival,
+                    skip_late: o.skip_late,
+                }
+            }),
+        }
+    }
+
+    /// Every variant once at every point, not counted.
+    fn warmup_round(&mut self, bench: &mut dyn Bench, observer: &mut dyn Observer) -> Result<()> {
         observer.status("warm-up round: every variant once at every thread count, not counted");
-        for Block { point, order } in orders.round(&keys, &mut rng) {
+        for Block { point, order } in self.orders.round(&self.keys, &mut self.rng) {
             for v in order {
                 let at = Step {
-                    index,
-                    planned,
-                    load: load(point as usize),
+                    index: self.index,
+                    planned: self.planned,
+                    load: self.load(point as usize),
                     label: "warm-up trial",
                 };
-                let t = match one_trial(exp, bench, observer, v, &at) {
+                let t = match one_trial(self.exp, bench, observer, v, &at) {
                     Ok(t) => t,
                     // Not counted anyway: the warm-up goes on once the probe answers.
                     Err(e) => match crate::probe::reading_lost(&e) {
@@ -248,42 +329,33 @@ pub fn run(
                                  off until the probe answers"
                             ));
                             bench.after_late_reading(observer)?;
-                            index += 1;
+                            self.index += 1;
                             continue;
                         }
                         None => return Err(e),
                     },
                 };
-                seen.extend(others_of(&t).map(|(p, _)| p));
-                index += 1;
-                before_previous = previous;
-                previous = Some(v);
+                self.seen.extend(others_of(&t).map(|(p, _)| p));
+                self.index += 1;
+                self.before_previous = self.previous;
+                self.previous = Some(v);
             }
         }
+        Ok(())
     }
-    // (The precision rule's `points` below is its goal; the load points are these.)
-    let load_points = &points;
-    let mut summary = summarize(&cells);
-    let mut warnings = vec![];
-    // Disturbed blocks: their trials (parallel to `cells`), and each point's blocks that
-    // count.
-    let mut set_aside: Vec<Vec<Trial>> = vec![vec![]; cells.len()];
-    let mut disturbed: Vec<DisturbedBlock> = vec![];
-    // Blocks that lost a trial to a late reading of the server's host (their trials are
-    // dropped: a block short of a variant pairs nothing).
-    let mut late: Vec<DisturbedBlock> = vec![];
-    let mut counted: Vec<u32> = vec![0; keys.len()];
-    // Each point's blocks set aside as disturbed.
-    let mut set_aside_at: Vec<u32> = vec![0; keys.len()];
-    // Precision mode: each cell's half-width after its first-stage blocks.
-    let mut stage = BTreeMap::new();
-    for r in 0u32.. {
-        let need: Vec<(u32, Vec<usize>)> = match &exp.stop {
+
+    /// Round `r`'s blocks by the stop rule: each point that needs one, and the variants it
+    /// runs (all, or in precision mode those still too wide and their baselines). Empty: stop.
+    fn needed(&mut self, r: u32, bench: &dyn Bench) -> Vec<(u32, Vec<usize>)> {
+        let exp = self.exp;
+        let nv = exp.variants.len();
+        match &exp.stop {
             // A disturbed block is run again, for as many more rounds as were planned.
             StopRule::Repeats(n) if r >= (2 * n).min(MAX_BLOCKS) => vec![],
-            StopRule::Repeats(n) => keys
+            StopRule::Repeats(n) => self
+                .keys
                 .iter()
-                .filter(|&&k| counted[k as usize] < *n)
+                .filter(|&&k| self.counted[k as usize] < *n)
                 .map(|&k| (k, all(nv)))
                 .collect(),
             StopRule::Precision {
@@ -291,13 +363,18 @@ pub fn run(
                 budget,
                 focus,
             } => {
-                let need =
-                    still_needed(exp, &summary.cells, (*points, *focus), &counted, &mut stage);
+                let need = still_needed(
+                    exp,
+                    &self.summary.cells,
+                    (*points, *focus),
+                    &self.counted,
+                    &mut self.stage,
+                );
                 let trials: usize = need.iter().map(|(_, vs)| vs.len()).sum();
-                let elapsed = bench.elapsed().unwrap_or_else(|| started.elapsed());
+                let elapsed = bench.elapsed().unwrap_or_else(|| self.started.elapsed());
                 // What a trial has taken so far (settles end early), else the estimate.
-                let per_trial = match index {
-                    0 => per_trial,
+                let per_trial = match self.index {
+                    0 => order::trial_estimate(exp.trial, exp.warmup),
                     done => elapsed / done as u32,
                 };
                 let out_of_time = elapsed + per_trial * trials as u32 > *budget;
@@ -309,16 +386,17 @@ pub fn run(
                     .map(|(k, _)| *k)
                     .filter(|&k| {
                         let k = k as usize;
-                        counted[k] + set_aside_at[k]
-                            >= exp.planned_blocks_at(load_points[k].threads)
+                        self.counted[k] + self.set_aside_at[k]
+                            >= exp.planned_blocks_at(self.points[k].threads)
                     })
                     .collect();
                 if !done.is_empty() && (out_of_time || r >= MAX_BLOCKS) {
                     let done_threads: Vec<u32> = done
                         .iter()
-                        .map(|&k| load_points[k as usize].threads)
+                        .map(|&k| self.points[k as usize].threads)
                         .collect();
-                    warnings.push(shortfall(&summary.cells, &done_threads, *points, r));
+                    self.warnings
+                        .push(shortfall(&self.summary.cells, &done_threads, *points, r));
                     need.into_iter()
                         .filter(|(k, _)| !done.contains(k))
                         .collect()
@@ -326,199 +404,247 @@ pub fn run(
                     need
                 }
             }
-        };
-        if need.is_empty() {
-            break;
         }
+    }
+
+    /// Run round `r`: a block at each point that `need`s one, in random order.
+    fn round(
+        &mut self,
+        r: u32,
+        need: &[(u32, Vec<usize>)],
+        bench: &mut dyn Bench,
+        observer: &mut dyn Observer,
+    ) -> Result<()> {
         let round_keys: Vec<u32> = need.iter().map(|(k, _)| *k).collect();
-        planned = planned.max(index + need.iter().map(|(_, vs)| vs.len()).sum::<usize>());
-        for Block { point, mut order } in orders.round(&round_keys, &mut rng) {
+        self.planned = self
+            .planned
+            .max(self.index + need.iter().map(|(_, vs)| vs.len()).sum::<usize>());
+        for Block { point, mut order } in self.orders.round(&round_keys, &mut self.rng) {
             let keep = &need.iter().find(|(k, _)| *k == point).expect("asked for").1;
             order.retain(|v| keep.contains(v));
-            let point = point as usize;
-            let mut ran = vec![];
-            let mut lost = None;
-            for (position, v) in order.into_iter().enumerate() {
-                let at = Step {
-                    index,
-                    planned,
-                    load: load(point),
-                    label: "trial",
-                };
-                let mut trial = match one_trial(exp, bench, observer, v, &at) {
-                    Ok(t) => t,
-                    Err(e) => match crate::probe::reading_lost(&e) {
-                        Some(words) => {
-                            lost = Some(words);
-                            break;
-                        }
-                        None => return Err(e),
-                    },
-                };
-                seen.extend(others_of(&trial).map(|(p, _)| p));
-                trial.block = r;
-                trial.position = position as u32;
-                trial.after = previous.map(|p| exp.variants[p].name.clone());
-                trial.after2 = before_previous.map(|p| exp.variants[p].name.clone());
-                before_previous = previous;
-                previous = Some(v);
-                index += 1;
-                let cell = cells
-                    .iter()
-                    .position(|c| c.point == point && c.variant_index == v)
-                    .expect("a cell per (point, variant)");
-                cells[cell].trials.push(trial);
-                ran.push(cell);
-            }
-            let typical = super::disturbed::typical(&seen);
-            if let Some(why) = lost {
-                for &cell in &ran {
-                    cells[cell].trials.pop().expect("this block's trial");
-                }
-                set_aside_at[point] += 1;
-                observer.status(&format!(
-                    "block {} at {} threads set aside: {why}; the features are switched off \
-                     until it answers, and the block is run again while the run allows",
-                    r + 1,
-                    points[point].threads
-                ));
-                late.push(DisturbedBlock {
-                    block: r,
-                    threads: points[point].threads,
-                    rate: rates[point].as_ref().map(|(level, _)| level.clone()),
-                    worst_pct: 0.0,
-                    typical_pct: typical,
-                    host: "server".into(),
-                    late_reading: Some(why),
-                });
-                bench.after_late_reading(observer)?;
-            } else {
-                match disturbance(exp, &cells, &ran, typical) {
-                    Some((worst_pct, host)) => {
-                        // The whole block, never single trials: which variants ran in a
-                        // disturbed moment must not decide which are kept.
-                        for &cell in &ran {
-                            let t = cells[cell].trials.pop().expect("this block's trial");
-                            set_aside[cell].push(t);
-                        }
-                        set_aside_at[point] += 1;
-                        disturbed.push(DisturbedBlock {
-                            block: r,
-                            threads: points[point].threads,
-                            rate: rates[point].as_ref().map(|(level, _)| level.clone()),
-                            worst_pct,
-                            typical_pct: typical,
-                            host: host.into(),
-                            late_reading: None,
-                        });
-                        observer.status(&format!(
-                        "block {} at {} threads set aside: other processes used {worst_pct:.0}% \
-                         of a core on the {host}'s host; it is run again while the run allows",
-                        r + 1,
-                        points[point].threads
-                    ));
-                    }
-                    None => counted[point] += 1,
-                }
-            }
-            if !observer.wants_blocks() {
-                continue;
-            }
-            summary = with_set_aside(
-                summarize(&cells),
-                &set_aside,
-                &[&disturbed[..], &late[..]].concat(),
-                exp,
-            );
-            observer.block_done(&BlockDone {
-                trials_done: index,
-                trials_planned: planned,
-                elapsed: started.elapsed(),
-                threads: points[point].threads,
-                cells: &summary.cells,
-                calibration: &calibration,
-            })?;
+            self.block(r, point as usize, order, bench, observer)?;
         }
         if !observer.wants_blocks() {
             // The stop rule reads the cells once a round.
-            summary = summarize(&cells);
+            self.summary = summarize(&self.cells);
         }
+        Ok(())
     }
-    // Re-runs over and points still short, with most blocks set aside: the machine was busy
-    // throughout, not now and then. The run keeps every block (a disturbance that is always
-    // there hits every variant alike), gives its figures and says how busy it was.
-    let short_points = (0..keys.len()).any(|k| {
-        counted[k]
-            < match exp.stop {
-                StopRule::Repeats(n) => n,
-                StopRule::Precision { .. } => exp.planned_blocks_at(points[k].threads),
-            }
-    });
-    let kept_blocks = counted.iter().sum::<u32>() as usize;
-    let mut busy: Option<Vec<DisturbedBlock>> = None;
-    if short_points && disturbed.len() > kept_blocks {
-        for (cell, trials) in set_aside.iter_mut().enumerate() {
-            cells[cell].trials.append(trials);
-            cells[cell].trials.sort_by_key(|t| t.block);
-        }
-        busy = Some(std::mem::take(&mut disturbed));
-    }
-    summary = with_set_aside(
-        summarize(&cells),
-        &set_aside,
-        &[&disturbed[..], &late[..]].concat(),
-        exp,
-    );
-    if let Some(w) = super::warnings::late_readings(&late) {
-        warnings.push(w);
-    }
-    if let (false, Some(limit)) = (disturbed.is_empty(), exp.max_disturbance) {
-        let mut hosts: Vec<String> = disturbed.iter().map(|d| d.host.clone()).collect();
-        hosts.sort();
-        hosts.dedup();
-        let short = match exp.stop {
-            StopRule::Repeats(n) => keys
+
+    /// One block of round `r` at `point`: its trials in `order`, then kept, set aside as
+    /// disturbed, or dropped for a late reading.
+    fn block(
+        &mut self,
+        r: u32,
+        point: usize,
+        order: Vec<usize>,
+        bench: &mut dyn Bench,
+        observer: &mut dyn Observer,
+    ) -> Result<()> {
+        let exp = self.exp;
+        let mut ran = vec![];
+        let mut lost = None;
+        for (position, v) in order.into_iter().enumerate() {
+            let at = Step {
+                index: self.index,
+                planned: self.planned,
+                load: self.load(point),
+                label: "trial",
+            };
+            let mut trial = match one_trial(exp, bench, observer, v, &at) {
+                Ok(t) => t,
+                Err(e) => match crate::probe::reading_lost(&e) {
+                    Some(words) => {
+                        lost = Some(words);
+                        break;
+                    }
+                    None => return Err(e),
+                },
+            };
+            self.seen.extend(others_of(&trial).map(|(p, _)| p));
+            trial.block = r;
+            trial.position = position as u32;
+            trial.after = self.previous.map(|p| exp.variants[p].name.clone());
+            trial.after2 = self.before_previous.map(|p| exp.variants[p].name.clone());
+            self.before_previous = self.previous;
+            self.previous = Some(v);
+            self.index += 1;
+            let cell = self
+                .cells
                 .iter()
-                .filter(|&&k| counted[k as usize] < n)
-                .map(|&k| points[k as usize].threads)
-                .collect(),
-            StopRule::Precision { .. } => vec![],
-        };
-        warnings.push(Warning::Disturbed {
-            blocks: disturbed.len(),
-            worst_pct: disturbed.iter().map(|d| d.worst_pct).fold(0.0, f64::max),
-            limit,
-            typical: disturbed.iter().map(|d| d.typical_pct).fold(0.0, f64::max),
-            hosts,
-            short,
-        });
+                .position(|c| c.point == point && c.variant_index == v)
+                .expect("a cell per (point, variant)");
+            self.cells[cell].trials.push(trial);
+            ran.push(cell);
+        }
+        let threads = self.points[point].threads;
+        let rate = self.rates[point].as_ref().map(|(level, _)| level.clone());
+        let typical = super::disturbed::typical(&self.seen);
+        if let Some(why) = lost {
+            for &cell in &ran {
+                self.cells[cell].trials.pop().expect("this block's trial");
+            }
+            self.set_aside_at[point] += 1;
+            observer.status(&format!(
+                "block {} at {threads} threads set aside: {why}; the features are switched off \
+                 until it answers, and the block is run again while the run allows",
+                r + 1,
+            ));
+            self.late.push(DisturbedBlock {
+                block: r,
+                threads,
+                rate,
+                worst_pct: 0.0,
+                typical_pct: typical,
+                host: "server".into(),
+                late_reading: Some(why),
+            });
+            bench.after_late_reading(observer)?;
+        } else {
+            match disturbance(exp, &self.cells, &ran, typical) {
+                Some((worst_pct, host)) => {
+                    // The whole block, never single trials: which variants ran in a
+                    // disturbed moment must not decide which are kept.
+                    for &cell in &ran {
+                        let t = self.cells[cell].trials.pop().expect("this block's trial");
+                        self.set_aside[cell].push(t);
+                    }
+                    self.set_aside_at[point] += 1;
+                    self.disturbed.push(DisturbedBlock {
+                        block: r,
+                        threads,
+                        rate,
+                        worst_pct,
+                        typical_pct: typical,
+                        host: host.into(),
+                        late_reading: None,
+                    });
+                    observer.status(&format!(
+                        "block {} at {threads} threads set aside: other processes used \
+                         {worst_pct:.0}% of a core on the {host}'s host; it is run again while \
+                         the run allows",
+                        r + 1,
+                    ));
+                }
+                None => self.counted[point] += 1,
+            }
+        }
+        if !observer.wants_blocks() {
+            return Ok(());
+        }
+        self.summary = self.summary_now();
+        observer.block_done(&BlockDone {
+            trials_done: self.index,
+            trials_planned: self.planned,
+            elapsed: self.started.elapsed(),
+            threads,
+            cells: &self.summary.cells,
+            calibration: &self.calibration,
+        })
     }
-    if let Some(kept) = &busy {
-        let mut levels: Vec<f64> = seen.iter().copied().filter(|x| x.is_finite()).collect();
-        levels.sort_by(|a, b| a.total_cmp(b));
-        let at = |q: f64| {
-            levels
-                .get(((levels.len() as f64 - 1.0) * q).round() as usize)
+
+    /// The cells from the kept trials, with the set-aside blocks recorded.
+    fn summary_now(&self) -> crate::stats::summary::Summary {
+        with_set_aside(
+            summarize(&self.cells),
+            &self.set_aside,
+            &[&self.disturbed[..], &self.late[..]].concat(),
+            self.exp,
+        )
+    }
+
+    /// Each point's blocks the stop rule asked for.
+    fn blocks_asked(&self, k: usize) -> u32 {
+        match self.exp.stop {
+            StopRule::Repeats(n) => n,
+            StopRule::Precision { .. } => self.exp.planned_blocks_at(self.points[k].threads),
+        }
+    }
+
+    /// The outcome: the cells, and the warnings a reader needs (late readings, disturbed
+    /// blocks, a machine busy throughout, the summary's own).
+    fn finish(mut self) -> Outcome {
+        let exp = self.exp;
+        // Re-runs over and points still short, with most blocks set aside: the machine was
+        // busy throughout, not now and then. The run keeps every block (a disturbance that is
+        // always there hits every variant alike), gives its figures and says how busy it was.
+        let short_points = (0..self.keys.len()).any(|k| self.counted[k] < self.blocks_asked(k));
+        let kept_blocks = self.counted.iter().sum::<u32>() as usize;
+        let mut busy: Option<Vec<DisturbedBlock>> = None;
+        if short_points && self.disturbed.len() > kept_blocks {
+            for (cell, trials) in self.set_aside.iter_mut().enumerate() {
+                self.cells[cell].trials.append(trials);
+                self.cells[cell].trials.sort_by_key(|t| t.block);
+            }
+            busy = Some(std::mem::take(&mut self.disturbed));
+        }
+        let summary = self.summary_now();
+        let mut warnings = std::mem::take(&mut self.warnings);
+        if let Some(w) = super::warnings::late_readings(&self.late) {
+            warnings.push(w);
+        }
+        if let (false, Some(limit)) = (self.disturbed.is_empty(), exp.max_disturbance) {
+            let mut hosts: Vec<String> = self.disturbed.iter().map(|d| d.host.clone()).collect();
+            hosts.sort();
+            hosts.dedup();
+            let short = match exp.stop {
+                StopRule::Repeats(n) => self
+                    .keys
+                    .iter()
+                    .filter(|&&k| self.counted[k as usize] < n)
+                    .map(|&k| self.points[k as usize].threads)
+                    .collect(),
+                StopRule::Precision { .. } => vec![],
+            };
+            warnings.push(Warning::Disturbed {
+                blocks: self.disturbed.len(),
+                worst_pct: self
+                    .disturbed
+                    .iter()
+                    .map(|d| d.worst_pct)
+                    .fold(0.0, f64::max),
+                limit,
+                typical: self
+                    .disturbed
+                    .iter()
+                    .map(|d| d.typical_pct)
+                    .fold(0.0, f64::max),
+                hosts,
+                short,
+            });
+        }
+        if let Some(kept) = &busy {
+            let mut levels: Vec<f64> = self
+                .seen
+                .iter()
                 .copied()
-                .unwrap_or(0.0)
-        };
-        let mut hosts: Vec<String> = kept.iter().map(|d| d.host.clone()).collect();
-        hosts.sort();
-        hosts.dedup();
-        warnings.push(Warning::BusyThroughout {
-            blocks: kept.len(),
-            median_pct: at(0.5),
-            max_pct: at(1.0),
-            hosts,
-        });
+                .filter(|x| x.is_finite())
+                .collect();
+            levels.sort_by(|a, b| a.total_cmp(b));
+            let at = |q: f64| {
+                levels
+                    .get(((levels.len() as f64 - 1.0) * q).round() as usize)
+                    .copied()
+                    .unwrap_or(0.0)
+            };
+            let mut hosts: Vec<String> = kept.iter().map(|d| d.host.clone()).collect();
+            hosts.sort();
+            hosts.dedup();
+            warnings.push(Warning::BusyThroughout {
+                blocks: kept.len(),
+                median_pct: at(0.5),
+                max_pct: at(1.0),
+                hosts,
+            });
+        }
+        warnings.extend(super::warnings::from_summary(&summary));
+        Outcome {
+            cells: summary.cells,
+            analysis: summary.analysis,
+            warnings,
+            calibration: self.calibration,
+        }
     }
-    warnings.extend(super::warnings::from_summary(&summary));
-    Ok(Outcome {
-        cells: summary.cells,
-        analysis: summary.analysis,
-        warnings,
-        calibration,
-    })
 }
 
 /// Where a trial stands in the run, for the observer and for error messages.
