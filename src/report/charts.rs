@@ -14,7 +14,7 @@ pub struct Chart {
     pub svg: String,
 }
 
-/// One series per variant (the baseline skipped when asked), a value and an optional
+/// One series per variant (the baselines skipped when asked: `Results::is_baseline`), a value and an optional
 /// interval at each x position; `at` finds a variant's cell at a position.
 pub fn series_over<'r, X>(
     r: &'r Results,
@@ -27,7 +27,7 @@ pub fn series_over<'r, X>(
     r.variants
         .iter()
         .enumerate()
-        .skip(usize::from(skip_baseline))
+        .filter(|(_, v)| !(skip_baseline && r.is_baseline(&v.name)))
         .map(|(i, v)| Series {
             name: v.name.clone(),
             values: xs.iter().map(|x| at(&v.name, x).and_then(&value)).collect(),

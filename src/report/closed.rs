@@ -263,7 +263,6 @@ fn charts(r: &Results) -> Vec<Chart> {
 fn headlines(r: &Results) -> Vec<String> {
     r.variants
         .iter()
-        .skip(1)
         .filter(|v| !r.is_baseline(&v.name))
         .filter_map(|v| {
             let mut cells: Vec<&Cell> = r

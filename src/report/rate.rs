@@ -122,7 +122,7 @@ fn headlines(r: &Results) -> Vec<String> {
         .into_iter()
         .filter(|p| p.threads == r.headline_threads)
         .collect();
-    for v in r.variants.iter().skip(1) {
+    for v in r.variants.iter().filter(|v| !r.is_baseline(&v.name)) {
         let who = phrase(r, &v.name, v.feature.as_deref());
         for p in &pts {
             let (Some(c), Some(base)) = (cell(r, &v.name, p), cell(r, &v.baseline, p)) else {
