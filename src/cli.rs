@@ -400,6 +400,11 @@ pub struct RunArgs {
     /// never picked from the results.
     #[arg(long, value_name = "N")]
     pub headline_threads: Option<u32>,
+    /// The cost below which a feature is negligible to you, in percent (e.g. 2%): when the
+    /// interval spans zero, the words say whether its upper end is below it. Default: an
+    /// interval wholly within ±2% is called negligible
+    #[arg(long, value_name = "PCT", value_parser = crate::units::percent)]
+    pub negligible: Option<f64>,
     /// Skip the warm-up round (every variant once at every thread count, not counted).
     #[arg(long)]
     pub no_warmup_round: bool,

@@ -333,8 +333,43 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
     (y, m, d)
 }
 
+/// Seconds since the epoch of a time as `now_rfc3339_ms` writes it
+/// ("2026-12-03T09:38:58.123Z"); None for anything else.
+pub fn rfc3339_seconds(s: &str) -> Option<f64> {
+    let (date, time) = s.strip_suffix('Z')?.split_once('T')?;
+    let mut d = date.splitn(3, '-').map(|x| x.parse::<i64>().ok());
+    let (y, m, day) = (d.next()??, d.next()??, d.next()??);
+    let mut t = time.splitn(3, ':');
+    let (h, min) = (
+        t.next()?.parse::<f64>().ok()?,
+        t.next()?.parse::<f64>().ok()?,
+    );
+    let sec = t.next()?.parse::<f64>().ok()?;
+    // Howard Hinnant's days-from-civil.
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let doy = (153 * (m + if m > 2 { -3 } else { 9 }) + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    Some(days as f64 * 86_400.0 + h * 3600.0 + min * 60.0 + sec)
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn rfc3339_times_read_back() {
+        for secs in [0u64, 951_782_400, 1_764_754_738, 4_102_444_799] {
+            let text = super::rfc3339(secs, Some(250));
+            assert_eq!(
+                super::rfc3339_seconds(&text),
+                Some(secs as f64 + 0.25),
+                "{text}"
+            );
+        }
+        assert_eq!(super::rfc3339_seconds("yesterday"), None);
+    }
+
     #[test]
     fn civil_dates_are_right() {
         assert_eq!(super::civil_from_days(0), (1970, 1, 1));

@@ -86,6 +86,16 @@ pub fn disturbance(s: &str) -> Result<Limit, String> {
     }
 }
 
+/// A cost in percent, above 0 and below 100 ("2%", "0.5"). Err: what to write.
+pub fn percent(s: &str) -> Result<f64, String> {
+    match s.trim().trim_end_matches('%').trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 && v < 100.0 => Ok(v),
+        _ => Err(format!(
+            "'{s}' is not a cost in percent: write one above 0 and below 100, such as 2%"
+        )),
+    }
+}
+
 /// A threshold that may be off.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Limit(pub Option<f64>);

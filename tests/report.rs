@@ -297,3 +297,94 @@ fn a_cost_measured_in_cpu_and_not_in_throughput_is_said_so() {
     assert!(words.contains("server CPU within noise"), "{words}");
     assert!(!words.contains("not yet in throughput"), "{words}");
 }
+
+/// Issue 36's verdicts: each interval worded as a DBA can act on it, the same in the words,
+/// the table, the HTML and results.json, with the minimum detectable effect beside it. The
+/// fixture's headline cell is given each interval in turn (as the statistics would make it,
+/// verdict and MDE included), and the words are a snapshot.
+#[test]
+fn each_verdict_is_worded_in_every_form_with_its_detectable_effect() {
+    use dbtax::results::Verdict;
+    // (name, pct, ci95, significant, p, mde, the user's negligible threshold)
+    type Case = (&'static str, f64, [f64; 2], bool, f64, f64, Option<f64>);
+    let cases: [Case; 7] = [
+        ("cost", 8.0, [4.0, 12.0], true, 0.001, 5.1, None),
+        ("likely", 18.0, [4.6, 29.6], false, 0.01, 16.3, None),
+        ("negligible", 0.3, [-1.5, 1.9], false, 0.7, 2.4, None),
+        ("at_most", 1.0, [-2.8, 4.8], false, 0.6, 5.4, None),
+        (
+            "at_most_below_yours",
+            -0.8,
+            [-6.5, 4.8],
+            false,
+            0.6,
+            6.6,
+            Some(5.0),
+        ),
+        (
+            "at_most_above_yours",
+            1.0,
+            [-2.8, 4.8],
+            false,
+            0.6,
+            5.4,
+            Some(3.0),
+        ),
+        ("unstable", 5.6, [-13.1, 21.2], false, 0.5, 21.5, None),
+    ];
+    let mut all = String::new();
+    for (name, pct, ci, significant, p_value, mde, negligible) in cases {
+        let mut r = fixture("general-log.json");
+        r.analysis.negligible_pct = negligible;
+        r.analysis.intervals = 4;
+        let variant = r.variants[1].name.clone();
+        let at = r.cells.iter().map(|c| c.threads).max().unwrap();
+        let cell = r
+            .cells
+            .iter_mut()
+            .find(|c| c.variant == variant && c.threads == at)
+            .unwrap();
+        let o = cell.overhead.as_mut().unwrap();
+        (o.pct, o.ci95_pct, o.significant, o.p_value, o.robust) =
+            (pct, ci, significant, p_value, None);
+        o.mde_pct = Some(mde);
+        let verdict = dbtax::stats::verdict::of(o, negligible.unwrap_or(2.0));
+        o.verdict = Some(verdict);
+        let json = serde_json::to_value(&r).unwrap();
+        let errors = common::schema_errors(&json);
+        assert!(errors.is_empty(), "{name}: {errors:?}");
+        let want = name
+            .trim_end_matches("_below_yours")
+            .trim_end_matches("_above_yours");
+        let in_json = json["cells"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["variant"] == variant.as_str() && c["threads"] == at)
+            .unwrap()["overhead"]
+            .clone();
+        assert_eq!(in_json["verdict"], want, "{name}");
+        assert_eq!(in_json["mde_pct"], mde, "{name}");
+        assert_eq!(
+            serde_json::to_value(verdict).unwrap(),
+            want,
+            "{name}: the statistics' verdict"
+        );
+        let words = report::headlines(&r);
+        let headline = words.iter().find(|w| w.contains("general log")).unwrap();
+        let table = report::table(&r);
+        let row = table
+            .lines()
+            .rfind(|l| l.trim_start().starts_with("general-log"))
+            .unwrap();
+        assert!(row.contains(&format!("{mde:.1}")), "{name}: {row}");
+        let html = report::html(&r);
+        assert!(html.contains(&format!("<td>{mde:.1}</td>")), "{name}");
+        all += &format!("{name}:\n  {headline}\n  {}\n", row.trim());
+        if verdict == Verdict::Likely {
+            assert!(headline.contains("not counted as measured"), "{headline}");
+            assert!(!headline.contains("Holm"), "{headline}");
+        }
+    }
+    insta::assert_snapshot!("verdicts", all);
+}

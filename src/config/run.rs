@@ -48,6 +48,7 @@ fn flags(args: &RunArgs) -> Result<Layer> {
         max_disturbance: args.max_disturbance.map(|l| l.0),
         seed: args.seed,
         headline_threads: args.headline_threads.map(Some),
+        negligible: args.negligible.map(Some),
         warmup_round: args.no_warmup_round.then_some(false),
         probe_silence: args.probe_silence,
         repeats: args.repeats,

@@ -13,6 +13,7 @@ use crate::results::{Calibration, Cell, DisturbedBlock, Trial};
 use crate::rng::Rng;
 use crate::server::ServerLost;
 use crate::stats::summary::{CellTrials, summarize};
+use crate::stats::verdict;
 use anyhow::Result;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -543,14 +544,21 @@ impl<'e> Loop<'e> {
         })
     }
 
-    /// The cells from the kept trials, with the set-aside blocks recorded.
+    /// The cells from the kept trials, with the set-aside blocks recorded and each
+    /// overhead's verdict.
     fn summary_now(&self) -> crate::stats::summary::Summary {
-        with_set_aside(
+        let mut summary = with_set_aside(
             summarize(&self.cells),
             &self.set_aside,
             &[&self.disturbed[..], &self.late[..]].concat(),
             self.exp,
-        )
+        );
+        summary.analysis.negligible_pct = self.exp.negligible;
+        verdict::assign(
+            &mut summary.cells,
+            self.exp.negligible.unwrap_or(verdict::NEGLIGIBLE_PCT),
+        );
+        summary
     }
 
     /// Each point's blocks the stop rule asked for.

@@ -255,6 +255,10 @@ experiment! {
         server_opts: Vec<String> = vec![], file file_value::plain;
         /// The thread count the headline is about (None: the highest), fixed before the run.
         headline_threads: Option<u32> = None, file file_value::some;
+        /// The cost below which a feature is negligible to the user, percent
+        /// (`--negligible`): the words then say whether "at most" is below it. None: 2%, and
+        /// "negligible" only when the whole interval lies within ±2%.
+        negligible: Option<f64> = None, file file_value::negligible;
         /// Run every variant once at every thread count before the first measured block (not
         /// counted): the first measured trials then meet a warm server and warm caches.
         warmup_round: bool = true, file file_value::plain;
@@ -321,6 +325,19 @@ mod file_value {
             v => plain::<String>(key, v)?,
         };
         crate::units::parse_bytes(key, &text).map(Some)
+    }
+
+    /// A cost in percent ("2%", 2, 0.5).
+    pub fn negligible(key: &str, v: toml::Value) -> Result<Option<f64>> {
+        let text = match &v {
+            toml::Value::String(s) => s.clone(),
+            toml::Value::Integer(i) => i.to_string(),
+            toml::Value::Float(x) => x.to_string(),
+            other => other.to_string(),
+        };
+        crate::units::percent(&text)
+            .map(Some)
+            .map_err(|e| usage(format!("bad {key}: {e}")))
     }
 
     /// A percentage of one core, or "off".

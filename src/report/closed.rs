@@ -6,11 +6,14 @@
 
 use super::charts::{Chart, series_over};
 use super::interval::Interval;
+use super::interval::verdict_of;
 use super::svg::{Axes, Series, bar_chart, esc, line_chart};
 use super::view::View;
 use super::words::{capitalize, phrase, plural};
+use crate::results::Verdict;
 use crate::results::{Cell, Overhead, Results};
-use crate::stats::overhead::{MIN_BLOCKS, robust_to_tell};
+use crate::stats::overhead::{MIN_BLOCKS, mde_of, robust_to_tell};
+use crate::stats::verdict::NEGLIGIBLE_PCT;
 use std::fmt::Write;
 
 /// Closed loop: each variant's throughput overhead against its baseline, by thread count.
@@ -82,11 +85,12 @@ fn table(r: &Results, width: usize) -> String {
     for t in threads {
         s += &format!("\nthreads {t}\n");
         s += &format!(
-            "  {:<width$} {:>10} {:>6}  {:<46} {:>8} {:>13} {:>9}{}{}\n",
+            "  {:<width$} {:>10} {:>6}  {:<46} {:>6} {:>8} {:>13} {:>9}{}{}\n",
             "variant",
             "qps",
             "blocks",
             "overhead [95% CI]",
+            "MDE %",
             "p95 ms",
             "server µs/q",
             "log B/q",
@@ -105,11 +109,12 @@ fn table(r: &Results, width: usize) -> String {
                 String::new()
             };
             s += &format!(
-                "  {:<width$} {:>10.0} {:>6}  {:<46} {:>8.3} {:>13} {:>9}{wal_bytes}{time}\n",
+                "  {:<width$} {:>10.0} {:>6}  {:<46} {:>6} {:>8.3} {:>13} {:>9}{wal_bytes}{time}\n",
                 c.variant,
                 c.qps_median,
                 c.trials.len(),
                 overhead_text(r, c),
+                fmt_opt(c.overhead.as_ref().and_then(mde_of), 1),
                 c.p95_ms_median,
                 fmt_opt(c.server_cpu_us_per_query_median, 1),
                 fmt_opt(c.log_bytes_per_query_median, 0),
@@ -138,19 +143,20 @@ fn f1(v: Option<f64>) -> String {
 /// The HTML report's results: what the overhead is, then one table per thread count.
 fn html(r: &Results) -> String {
     let mut s = String::new();
-    s += "<h2>Results</h2>\n<p>Overhead = 100 × (1 − qps<sub>variant</sub> / qps<sub>baseline</sub>) from block-paired ratios, with a 95% confidence interval; \"within noise\" when the interval spans 0.</p>\n";
+    s += "<h2>Results</h2>\n<p>Overhead = 100 × (1 − qps<sub>variant</sub> / qps<sub>baseline</sub>) from block-paired ratios, with a 95% confidence interval: a cost when it is clear of 0 once adjusted for every figure of the run, else what it allows (\"at most\" its upper end, \"negligible\", \"unstable here\", or \"likely, not counted\"). MDE: the smallest cost this cell's own spread would detect 80% of the time.</p>\n";
     for t in thread_counts(r) {
         let _ = writeln!(
             s,
-            "<h3>{t} client thread{}</h3>\n<table><tr><th>variant</th><th>qps (median)</th><th>blocks</th><th>overhead [95% CI]</th><th>p95 ms</th><th>server CPU µs/query</th><th>Δ server CPU µs/query [95% CI]</th><th>log bytes/query</th></tr>",
+            "<h3>{t} client thread{}</h3>\n<table><tr><th>variant</th><th>qps (median)</th><th>blocks</th><th>overhead [95% CI]</th><th>MDE %</th><th>p95 ms</th><th>server CPU µs/query</th><th>Δ server CPU µs/query [95% CI]</th><th>log bytes/query</th></tr>",
             if t == 1 { "" } else { "s" }
         );
         for c in r.cells.iter().filter(|c| c.threads == t) {
-            let class = match &c.overhead {
-                Some(o) if o.significant => "sig",
+            let class = match c.overhead.as_ref().map(verdict_of) {
+                Some(Verdict::Cost | Verdict::Gain) => "sig",
                 Some(_) => "noise",
                 None => "",
             };
+            let mde = f1(c.overhead.as_ref().and_then(mde_of));
             let delta = c
                 .server_cpu_delta_us
                 .as_ref()
@@ -158,7 +164,7 @@ fn html(r: &Results) -> String {
                 .unwrap_or_else(|| "–".into());
             let _ = writeln!(
                 s,
-                "<tr><td>{}</td><td>{:.0}</td><td>{}</td><td class=\"{class}\">{}</td><td>{:.3}</td><td>{}</td><td>{delta}</td><td>{}</td></tr>",
+                "<tr><td>{}</td><td>{:.0}</td><td>{}</td><td class=\"{class}\">{}</td><td>{mde}</td><td>{:.3}</td><td>{}</td><td>{delta}</td><td>{}</td></tr>",
                 esc(&c.variant),
                 c.qps_median,
                 c.trials.len(),
@@ -309,27 +315,75 @@ fn headlines(r: &Results) -> Vec<String> {
             })
             .unsigned()
             .plain();
-            let measurable = robust.is_some() || o.significant;
-            let spans_zero = ci[0] <= 0.0 && ci[1] >= 0.0;
-            let mut s = if !measurable && spans_zero {
-                format!("{who}: no measurable cost {at} ({shown}, within noise)")
-            } else if !measurable {
-                format!(
-                    "{who}: no cost established {at} ({shown}, not significant once adjusted \
-                     for the {} tests of this experiment)",
-                    r.analysis.intervals
-                )
-            } else if value >= 0.0 {
-                format!("{who} costs {shown} of throughput {at}")
-            } else {
-                let gain = Interval::overhead(&Overhead {
-                    pct: -value,
-                    ci95_pct: [-ci[1], -ci[0]],
-                    ..o.clone()
-                })
-                .unsigned()
-                .plain();
-                format!("{who} raises throughput by {gain} {at}")
+            let verdict = verdict_of(o);
+            let measurable = matches!(verdict, Verdict::Cost | Verdict::Gain);
+            let negligible = r.analysis.negligible_pct;
+            let mde = mde_of(o);
+            let detectable = mde
+                .map(|m| format!("; the smallest cost this run could detect here is {m:.1}%"))
+                .unwrap_or_default();
+            let mut advice = None;
+            let mut s = match verdict {
+                Verdict::Cost => format!("{who} costs {shown} of throughput {at}"),
+                Verdict::Likely => format!(
+                    "{who}: likely a {} {at} ({shown}), but it is one of {} of this run, and \
+                     among that many one clears zero by chance now and then: not counted as \
+                     measured",
+                    if value >= 0.0 { "cost" } else { "gain" },
+                    match r.analysis.intervals {
+                        n if n > 1 => format!("the {n} figures"),
+                        _ => "several figures".to_string(),
+                    }
+                ),
+                Verdict::Negligible => format!(
+                    "{who}: negligible {at}: all of {shown} lies within ±{}%{detectable}",
+                    negligible.unwrap_or(NEGLIGIBLE_PCT)
+                ),
+                Verdict::AtMost => {
+                    let mut s = format!(
+                        "{who} costs at most {:.1}% of throughput {at} (95% upper bound; \
+                         {shown})",
+                        ci[1].max(0.0)
+                    );
+                    match negligible {
+                        Some(p) if ci[1] < p => s += &format!(", below your {p}%: negligible"),
+                        Some(p) => s += &format!(", and more than your {p}% is not ruled out"),
+                        None => {}
+                    }
+                    s + &detectable
+                }
+                Verdict::Unstable => {
+                    let within = run_minutes(r)
+                        .map(|m| {
+                            if m < 2.0 {
+                                format!(" in {:.0} s", m * 60.0)
+                            } else {
+                                format!(" in {m:.0} minutes")
+                            }
+                        })
+                        .unwrap_or_default();
+                    advice = Some("Pin the server, lengthen the budget, or run on a quieter host.");
+                    match mde {
+                        Some(m) => format!(
+                            "{who}: this machine cannot tell a cost below {m:.0}% {at}{within} \
+                             ({shown})"
+                        ),
+                        None => format!(
+                            "{who}: this machine cannot tell how large a cost is {at}{within} \
+                             ({shown})"
+                        ),
+                    }
+                }
+                Verdict::Gain => {
+                    let gain = Interval::overhead(&Overhead {
+                        pct: -value,
+                        ci95_pct: [-ci[1], -ci[0]],
+                        ..o.clone()
+                    })
+                    .unsigned()
+                    .plain();
+                    format!("{who} raises throughput by {gain} {at}")
+                }
             };
             if robust.is_some() {
                 s += &format!(
@@ -396,9 +450,27 @@ fn headlines(r: &Results) -> Vec<String> {
                 s += &format!(" ({})", others.join("; "));
             }
             s.push('.');
+            if let Some(a) = advice {
+                s += " ";
+                s += a;
+            }
             Some(capitalize(&s))
         })
         .collect()
+}
+
+/// Minutes from the first trial's start to the last one's end (set-aside trials too): what
+/// the run spent; None when the trials carry no start times.
+fn run_minutes(r: &Results) -> Option<f64> {
+    let starts: Vec<f64> = r
+        .cells
+        .iter()
+        .flat_map(|c| c.trials.iter().chain(&c.disturbed_trials))
+        .filter_map(|t| crate::host::rfc3339_seconds(&t.started_at))
+        .collect();
+    let first = starts.iter().copied().reduce(f64::min)?;
+    let last = starts.iter().copied().reduce(f64::max)?;
+    Some(((last - first + r.trial_s + r.warmup_s) / 60.0).max(0.1))
 }
 
 /// How `significant` was decided in closed loop.
@@ -417,11 +489,18 @@ fn method(r: &Results) -> Option<String> {
             family.push("each interaction");
         }
         format!(
-            "\"Within noise\": the 95% interval spans 0, or Holm's adjustment over the {} \
-             tests of this experiment ({}) does not let it count as measured. The headline is \
-             about {} threads, fixed before the run.",
+            "A cost (or a gain) is an interval clear of 0 once Holm's adjustment over the {} \
+             figures of this experiment ({}) lets it count as measured; \"likely\" is clear \
+             of 0 on its own but not after that adjustment (among so many figures one clears \
+             0 by chance now and then). When the interval spans 0 the cost is \"at most\" its \
+             upper end, \"negligible\" when all of it lies within ±{}%, and \"unstable \
+             here\" when the run could not detect a cost below {}% (its minimum detectable \
+             effect: found 80% of the time at the 5% level). The headline is about {} \
+             threads, fixed before the run.",
             r.analysis.intervals,
             family.join(", "),
+            r.analysis.negligible_pct.unwrap_or(NEGLIGIBLE_PCT),
+            crate::stats::verdict::UNSTABLE_MDE_PCT,
             r.headline_threads
         )
     })

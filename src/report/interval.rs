@@ -1,11 +1,18 @@
 //! One value with its 95% interval, printed one way everywhere (after latte's `Quantity`): the
 //! table, the words, the HTML, compare and the progress lines all format intervals through it.
 
-use crate::results::{Estimate, Overhead};
+use crate::results::{Estimate, Overhead, Verdict};
+
+/// An overhead's verdict: the one results.json holds, or for results written before
+/// verdicts the same rule at the default threshold.
+pub fn verdict_of(o: &Overhead) -> Verdict {
+    o.verdict
+        .unwrap_or_else(|| crate::stats::verdict::of(o, crate::stats::verdict::NEGLIGIBLE_PCT))
+}
 use std::fmt;
 
 /// A point estimate and its 95% interval, with how to print them.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Interval {
     /// Point estimate.
     pub value: f64,
@@ -16,17 +23,16 @@ pub struct Interval {
     unit: &'static str,
     signed: bool,
     decimals: usize,
-    /// Printed after the interval when it spans 0 (None: the interval excludes 0, or the
-    /// caller words the noise itself).
-    noise: Option<&'static str>,
+    /// Printed after the interval when it is no measured cost or gain: the verdict's word
+    /// (None: measured, or the caller words the verdict itself).
+    noise: Option<String>,
 }
 
 impl Interval {
-    /// A throughput overhead: "+12.3% [+4.1, +20.0]", then " within noise" when it spans 0,
-    /// or " not significant (Holm)" when it does not but the adjustment over all the
-    /// experiment's intervals leaves it unproven.
+    /// A throughput overhead: "+12.3% [+4.1, +20.0]" when it is measured, else followed by
+    /// its verdict's words: " at most 4.8%", " negligible", " unstable here", or " likely,
+    /// not counted" (clear of zero, but not once adjusted for every figure of the run).
     pub fn overhead(o: &Overhead) -> Interval {
-        let spans_zero = o.ci95_pct[0] <= 0.0 && o.ci95_pct[1] >= 0.0;
         Interval {
             value: o.pct,
             lo: o.ci95_pct[0],
@@ -34,10 +40,12 @@ impl Interval {
             unit: "%",
             signed: true,
             decimals: 1,
-            noise: match (o.significant, spans_zero) {
-                (true, _) => None,
-                (false, true) => Some(" within noise"),
-                (false, false) => Some(" not significant (Holm)"),
+            noise: match verdict_of(o) {
+                Verdict::Cost | Verdict::Gain => None,
+                Verdict::Likely => Some(" likely, not counted".into()),
+                Verdict::Negligible => Some(" negligible".into()),
+                Verdict::AtMost => Some(format!(" at most {:.1}%", o.ci95_pct[1].max(0.0))),
+                Verdict::Unstable => Some(" unstable here".into()),
             },
         }
     }
@@ -78,10 +86,10 @@ impl Interval {
         self
     }
 
-    /// Another label for "within noise" (compare's narrow columns say "(noise)").
+    /// Another label for what is not measured (compare's narrow columns say "(noise)").
     pub fn noise_label(mut self, label: &'static str) -> Interval {
         if self.noise.is_some() {
-            self.noise = Some(label);
+            self.noise = Some(label.into());
         }
         self
     }
@@ -95,7 +103,7 @@ impl fmt::Display for Interval {
         } else {
             write!(f, "{v:.d$}{u} [{lo:.d$}, {hi:.d$}]")?;
         }
-        f.write_str(self.noise.unwrap_or(""))
+        f.write_str(self.noise.as_deref().unwrap_or(""))
     }
 }
 
@@ -114,7 +122,16 @@ mod tests {
         };
         assert_eq!(
             Interval::overhead(&o).to_string(),
-            "+12.3% [-1.0, +25.0] within noise"
+            "+12.3% [-1.0, +25.0] unstable here",
+            "no minimum detectable effect: nothing this run could tell"
+        );
+        let o = Overhead {
+            mde_pct: Some(6.0),
+            ..o
+        };
+        assert_eq!(
+            Interval::overhead(&o).to_string(),
+            "+12.3% [-1.0, +25.0] at most 25.0%"
         );
         assert_eq!(
             Interval::overhead(&o).unsigned().plain().to_string(),

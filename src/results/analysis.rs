@@ -37,6 +37,9 @@ pub struct Analysis {
     /// excluded as disturbed; absent when the rule was off.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_disturbance_pct: Option<f64>,
+    /// The user's negligible threshold (`--negligible`), percent; absent: the default 2%.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub negligible_pct: Option<f64>,
     /// Blocks excluded from every figure because other processes took the CPU during one of
     /// their trials (their trials are kept, in each cell's `disturbed_trials`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -268,6 +268,35 @@ pub struct Overhead {
     /// Blocks (numbers, from 0) whose paired ratio is an outlier (modified z-score > 3.5).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub outlier_blocks: Vec<u32>,
+    /// The minimum detectable effect: the cost, in percent, that this cell's own spread
+    /// would detect 80% of the time at the 5% level ((t₀.₉₇₅ + t₀.₈₀) standard errors).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mde_pct: Option<f64>,
+    /// What the interval lets a DBA say (decided after Holm's adjustment); absent in
+    /// results written before verdicts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<Verdict>,
+}
+
+/// What an overhead's interval lets a DBA say, in one word.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// A cost: the interval is clear of zero after Holm's adjustment over every figure of
+    /// the run, and above it.
+    Cost,
+    /// A gain: as a cost, below zero.
+    Gain,
+    /// Clear of zero on its own but not once adjusted for every figure of the run: likely,
+    /// not counted as measured.
+    Likely,
+    /// The whole interval lies within ± the negligible threshold (`--negligible`, 2%).
+    Negligible,
+    /// The interval spans zero: the cost is at most its upper end.
+    AtMost,
+    /// The interval spans zero and this run could not detect a cost below
+    /// `verdicts::UNSTABLE_MDE_PCT`: the machine is too noisy for the budget.
+    Unstable,
 }
 
 fn one() -> f64 {

@@ -2,7 +2,7 @@
 //! (`robust`), carry-over between trials by preceding variant (`carryover`), interactions of
 //! two factors (`interaction`), residual transients (`transient`), Holm's adjustment over
 //! every test (`holm`), per-cell summaries derived from the trials (`summary`), and B/A of
-//! two servers (`ratio`).
+//! two servers (`ratio`), and the verdict a DBA can act on (`verdict`).
 
 pub mod carryover;
 mod cells;
@@ -17,3 +17,4 @@ pub mod robust;
 pub mod sample;
 pub mod summary;
 mod transient;
+pub mod verdict;

@@ -15,11 +15,16 @@ pub fn t975(df: usize) -> f64 {
 
 /// `t975` for a fractional number of degrees of freedom (Welch's, Satterthwaite's).
 pub fn t975_real(df: f64) -> f64 {
+    t_quantile(0.975, df)
+}
+
+/// The `p` quantile of Student's t with `df` degrees of freedom (infinite without any).
+pub fn t_quantile(p: f64, df: f64) -> f64 {
     if df.is_nan() || df <= 0.0 {
         return f64::INFINITY;
     }
     StudentsT::new(0.0, 1.0, df)
-        .map(|t| t.inverse_cdf(0.975))
+        .map(|t| t.inverse_cdf(p))
         .unwrap_or(f64::INFINITY)
 }
 
