@@ -2,10 +2,15 @@
 //! literals become `?` (strings, numbers, hex, `$n` parameters), comments go, whitespace
 //! collapses to one space, keywords and names are lower-cased, and lists of values fold (`in
 //! (?, ?, ?)` → `in (?+)`, `values (?, ?), (?, ?)` → `values (?+)`). Its digest is a stable
-//! 64-bit FNV-1a hash of the fingerprint, in hex.
+//! 64-bit FNV-1a hash of the fingerprint, in hex. A quoted name stays a name: a MySQL-family
+//! backquoted one lower-cased without its quotes, a PostgreSQL double-quoted one as written
+//! (its case is its own), so statements on two tables are never one fingerprint.
 
-/// The fingerprint of `sql`.
-pub fn fingerprint(sql: &str) -> String {
+use super::lex::Dialect;
+
+/// The fingerprint of `sql`, as its server reads it (`"` quotes a name on PostgreSQL, a
+/// string in the MySQL family).
+pub fn fingerprint(sql: &str, dialect: Dialect) -> String {
     let mut out = String::with_capacity(sql.len());
     let chars: Vec<char> = sql.chars().collect();
     let mut i = 0;
@@ -18,6 +23,20 @@ pub fn fingerprint(sql: &str) -> String {
         let c = chars[i];
         let next = chars.get(i + 1).copied();
         match c {
+            '"' if dialect == Dialect::Postgres => {
+                // A quoted name (a doubled quote is one quote in it): kept as written.
+                let start = i;
+                i += 1;
+                while i < chars.len() {
+                    match chars[i] {
+                        '"' if chars.get(i + 1) == Some(&'"') => i += 2,
+                        '"' => break,
+                        _ => i += 1,
+                    }
+                }
+                i = (i + 1).min(chars.len());
+                out.extend(&chars[start..i]);
+            }
             '\'' | '"' => {
                 // A quoted string (doubled quotes and backslashes escape): one `?`.
                 i += 1;
@@ -137,6 +156,33 @@ pub fn digest(fingerprint: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn fingerprint(sql: &str) -> String {
+        super::fingerprint(sql, Dialect::Mysql)
+    }
+
+    #[test]
+    fn postgresql_quoted_names_stay_names() {
+        let pg = |s: &str| super::fingerprint(s, Dialect::Postgres);
+        let users = pg(r#"SELECT "users".* FROM "users" WHERE "users"."id" = $1 LIMIT $2"#);
+        assert_eq!(
+            users,
+            r#"select "users".* from "users" where "users"."id" = ? limit ?"#
+        );
+        let orders = pg(r#"SELECT "orders".* FROM "orders" WHERE "orders"."id" = 7 LIMIT 1"#);
+        assert_ne!(users, orders, "two tables, two fingerprints");
+        assert_eq!(
+            pg(r#"select "a""b" from t where x = 'y'"#),
+            r#"select "a""b" from t where x = ?"#
+        );
+        // A name never closed ends the statement, without a panic.
+        assert_eq!(pg(r#"select "open"#), r#"select "open"#);
+        // In the MySQL family a double-quoted text is a string.
+        assert_eq!(
+            fingerprint(r#"select * from t where a = "x""#),
+            "select * from t where a = ?"
+        );
+    }
 
     #[test]
     fn literals_comments_and_case_go_names_stay() {

@@ -213,6 +213,24 @@ impl<R: BufRead> Iterator for GeneralLog<R> {
     }
 }
 
+/// The values a slow log writes before a statement for its replication (`SET timestamp=N;`,
+/// `SET insert_id=5,timestamp=N;`, `last_insert_id`): Some(the timestamp, if given) when
+/// `lower` (a lower-cased line) is nothing else; None for any other line.
+fn session_set(lower: &str) -> Option<Option<i64>> {
+    let list = lower.strip_prefix("set ")?.trim_end().strip_suffix(';')?;
+    let mut timestamp = None;
+    for part in list.split(',') {
+        let (name, value) = part.split_once('=')?;
+        let value = num(value.trim())?;
+        match name.trim() {
+            "timestamp" => timestamp = Some(value),
+            "insert_id" | "last_insert_id" => {}
+            _ => return None,
+        }
+    }
+    Some(timestamp)
+}
+
 /// Reads a slow log: one entry per `# User@Host` block, its statement the lines after the
 /// `#` header lines (`use db;` and `SET timestamp=N;` taken as the entry's database and time).
 pub struct SlowLog<R> {
@@ -278,11 +296,24 @@ impl<R: BufRead> SlowLog<R> {
     fn read_line(&mut self) {
         let text = String::from_utf8_lossy(&self.buf).into_owned();
         let line = text.trim_end_matches('\n').trim_end_matches('\r');
+        self.read(line);
+    }
+
+    fn read(&mut self, line: &str) {
         if header(line) {
             self.close();
         } else if let Some(t) = line.strip_prefix("# Time: ") {
             self.close();
+            // MySQL 5.0/5.1 and Percona write the block's first header on the same line:
+            // "# Time: 071218 11:48:27 # User@Host: [SQL_SLAVE] @  []".
+            let (t, who) = match t.split_once(" # User@Host: ") {
+                Some((t, who)) => (t, Some(who)),
+                None => (t, None),
+            };
             self.clock = parse_time(t).or(self.clock);
+            if let Some(who) = who {
+                self.read(&format!("# User@Host: {who}"));
+            }
         } else if let Some(who) = line.strip_prefix("# User@Host: ") {
             self.close();
             // MySQL puts the session here ("Id: 5"); MariaDB on the next line.
@@ -300,14 +331,23 @@ impl<R: BufRead> SlowLog<R> {
             if let (Some(b), Some((_, id))) = (self.block.as_mut(), rest.split_once("Thread_id: "))
             {
                 b.session = num(id.split_whitespace().next().unwrap_or("")).unwrap_or(0) as u64;
+                // Percona Server names the statement's database there ("Schema: shop").
+                if let Some((_, db)) = rest.split_once("Schema: ")
+                    && let Some(db) = db.split_whitespace().next()
+                {
+                    b.db = Some(db.trim_matches('`').to_string());
+                }
             }
         } else if let Some(b) = self.block.as_mut() {
             let lower = line.to_ascii_lowercase();
             if b.sql.is_empty() && lower.starts_with("use ") && line.ends_with(';') {
                 b.db = Some(line[4..line.len() - 1].trim().trim_matches('`').to_string());
-            } else if b.sql.is_empty() && lower.starts_with("set timestamp=") {
-                let secs = num(line[14..].trim_end_matches(';'));
-                b.at_us = secs.and_then(|s| s.checked_mul(1_000_000)).or(b.at_us);
+            } else if b.sql.is_empty()
+                && let Some(at) = session_set(&lower)
+            {
+                // `SET timestamp=N;`, or with the replication values the server logs before a
+                // statement (`SET insert_id=5,timestamp=N;`): the entry's facts, no statement.
+                b.at_us = at.and_then(|s| s.checked_mul(1_000_000)).or(b.at_us);
             } else {
                 if b.sql.is_empty() {
                     b.sql.push_str(line);

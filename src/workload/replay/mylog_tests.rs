@@ -112,6 +112,57 @@ fn a_slow_log_reads_as_entries_with_their_database_and_time() {
     assert_eq!(e[2].at_us, Some(1_733_047_201_000_000));
 }
 
+/// The layouts MySQL 5.0/5.1 and Percona Server write (made here, after the samples
+/// percona-toolkit publishes): `# Time` and `# User@Host` on one line, the database as
+/// `Schema:` on the thread's line, replication values before a statement, and an
+/// administrator command, which runs nothing.
+const SLOW_51: &str = "# Time: 071218 11:48:27 # User@Host: [SQL_SLAVE] @  []
+# Thread_id: 10  Schema: shop
+# Query_time: 0.000012  Lock_time: 0.000000  Rows_sent: 0  Rows_examined: 0
+# QC_Hit: No  Full_scan: No  Full_join: No  Tmp_table: No  Tmp_table_on_disk: No
+SELECT col FROM items;
+# User@Host: app[app] @ web1 [10.0.0.2]
+# Thread_id: 11
+# Query_time: 0.001  Lock_time: 0.000  Rows_sent: 0  Rows_examined: 0
+SET insert_id=34484549,timestamp=1197996508;
+INSERT INTO orders (item)
+VALUES ('211');
+# Time: 071218 11:48:30 # User@Host: app[app] @ web1 []
+# Thread_id: 11
+# Query_time: 0.000  Lock_time: 0.000  Rows_sent: 0  Rows_examined: 0
+# administrator command: Quit;
+# User@Host: app[app] @ web1 []
+# Thread_id: 12
+# Query_time: 0.000  Lock_time: 0.000  Rows_sent: 1  Rows_examined: 1
+SET last_insert_id=7,timestamp=1197996511;
+SELECT LAST_INSERT_ID();
+";
+
+#[test]
+fn old_and_percona_slow_logs_read_with_their_times_sessions_and_databases() {
+    let mut r = SlowLog::new(SLOW_51.as_bytes());
+    let e: Vec<Entry> = r.by_ref().collect();
+    assert!(r.malformed.is_empty(), "{:?}", r.malformed);
+    assert_eq!(e.len(), 4, "{e:#?}");
+    assert_eq!(e[0].what, What::InitDb("shop".into()));
+    assert_eq!((e[1].session, query(&e[1])), (10, "SELECT col FROM items"));
+    // 2007-12-18 11:48:27 from the shared line.
+    assert_eq!(e[1].at_us, Some(1_197_978_507_000_000));
+    // The replication values are the entry's, not glued to its statement.
+    assert_eq!(query(&e[2]), "INSERT INTO orders (item)\nVALUES ('211')");
+    assert_eq!(
+        (e[2].session, e[2].at_us),
+        (11, Some(1_197_996_508_000_000))
+    );
+    assert_eq!(query(&e[3]), "SELECT LAST_INSERT_ID()");
+    assert_eq!(e[3].at_us, Some(1_197_996_511_000_000));
+    // A SET that assigns anything else is a statement.
+    assert_eq!(session_set("set timestamp=5;"), Some(Some(5)));
+    assert_eq!(session_set("set insert_id=5;"), Some(None));
+    assert_eq!(session_set("set names utf8;"), None);
+    assert_eq!(session_set("set timestamp=5, sql_mode='';"), None);
+}
+
 #[test]
 fn times_parse_in_both_families_formats() {
     assert_eq!(parse_time("241201 10:00:00"), Some(1_733_047_200_000_000));

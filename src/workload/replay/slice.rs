@@ -278,7 +278,7 @@ pub fn load(spec: &ReplaySpec, span: Option<std::time::Duration>) -> Result<Slic
             slice.sessions += 1;
             slice.sessions - 1
         });
-        let f = fingerprint(&sql);
+        let f = fingerprint(&sql, dialect);
         let fi = match fps.get(&f) {
             Some(&i) => i,
             None => {
