@@ -103,10 +103,25 @@ fn general_line(line: &str) -> Option<(Option<i64>, u64, &str, &str)> {
     let rest = rest.trim_start_matches(' ');
     let (id, rest) = rest.split_once(' ')?;
     let id = num(id)? as u64;
-    let command = COMMANDS
+    // The command and a tab (MariaDB, MySQL 5.5 on), or the command padded with spaces to its
+    // column (MySQL 5.0 and 5.1: "Query       SELECT 1", a bare "Quit"); the longest that
+    // fits ("Connect Out" before "Connect").
+    let (command, after) = COMMANDS
         .iter()
-        .find(|c| rest.starts_with(**c) && rest[c.len()..].starts_with('\t'))?;
-    Some((time, id, command, &rest[command.len() + 1..]))
+        .filter(|c| rest.starts_with(**c))
+        .map(|c| (*c, &rest[c.len()..]))
+        .filter(|(_, after)| after.is_empty() || after.starts_with(['\t', ' ']))
+        .max_by_key(|(c, _)| c.len())?;
+    let arg = match after.strip_prefix('\t') {
+        Some(arg) => arg,
+        None => after.trim_start_matches(' '),
+    };
+    Some((time, id, command, arg))
+}
+
+/// Whether `line` is a general-log line (any version's layout): for telling a log's format.
+pub fn is_general_line(line: &str) -> bool {
+    general_line(line).is_some()
 }
 
 /// The server's own lines at the top of a log (and after each restart or flush).

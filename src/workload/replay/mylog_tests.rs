@@ -163,6 +163,43 @@ fn old_and_percona_slow_logs_read_with_their_times_sessions_and_databases() {
     assert_eq!(session_set("set timestamp=5, sql_mode='';"), None);
 }
 
+/// MySQL 5.0 and 5.1 pad the command to a column with spaces, and indent a statement's
+/// next lines (made here after percona-toolkit's genlog samples).
+const GENERAL_51: &str = "051007 21:55:24\t     42 Connect     root@localhost on db1
+\t\t                 42 Query       SELECT foo
+                         FROM tbl
+                         WHERE col=12345
+\t\t                 42 Quit
+061226 15:42:36\t     11 Connect     root@localhost on  
+\t\t                 11 Init DB     my_webstats
+\t\t                 11 Query       SELECT DISTINCT col FROM tbl WHERE foo=20061219
+061226 16:44:48\t     11 Quit       
+";
+
+#[test]
+fn a_mysql_51_general_log_with_padded_commands_reads() {
+    let (e, bad) = general(GENERAL_51.as_bytes());
+    assert!(bad.is_empty(), "{bad:?}");
+    assert_eq!(e.len(), 7, "{e:#?}");
+    assert_eq!(
+        e[0].what,
+        What::Connect {
+            db: Some("db1".into())
+        }
+    );
+    assert_eq!(e[1].session, 42);
+    assert!(query(&e[1]).starts_with("SELECT foo\n"), "{e:#?}");
+    assert!(query(&e[1]).ends_with("WHERE col=12345"), "{e:#?}");
+    assert_eq!(e[2].what, What::Quit);
+    assert_eq!(e[3].what, What::Connect { db: None });
+    assert_eq!(e[4].what, What::InitDb("my_webstats".into()));
+    assert_eq!(
+        query(&e[5]),
+        "SELECT DISTINCT col FROM tbl WHERE foo=20061219"
+    );
+    assert_eq!((e[6].what.clone(), e[6].session), (What::Quit, 11));
+}
+
 #[test]
 fn times_parse_in_both_families_formats() {
     assert_eq!(parse_time("241201 10:00:00"), Some(1_733_047_200_000_000));

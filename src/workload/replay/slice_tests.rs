@@ -188,6 +188,10 @@ fn formats_are_told_from_their_first_lines() {
                \"psql\",\"client backend\",,0\n";
     assert_eq!(LogFormat::detect(csv), Some(LogFormat::Csvlog));
     assert_eq!(LogFormat::detect("hello\nworld\n"), None);
+    // MySQL 5.0/5.1: the command padded with spaces, not followed by a tab.
+    let padded = "051007 21:55:24\t     42 Connect     root@localhost on db1\n\
+                  \t\t                 42 Query       SELECT 1\n";
+    assert_eq!(LogFormat::detect(padded), Some(LogFormat::General));
 }
 
 #[test]

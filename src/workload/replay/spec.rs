@@ -76,7 +76,9 @@ impl LogFormat {
                 return Some(LogFormat::Postgres);
             }
             let cmd = ["\tQuery\t", "\tConnect\t", "\tInit DB\t", "\tQuit"];
-            general |= cmd.iter().any(|c| line.contains(c)) || line.contains(" Query\t");
+            general |= cmd.iter().any(|c| line.contains(c))
+                || line.contains(" Query\t")
+                || super::mylog::is_general_line(line);
         }
         general.then_some(LogFormat::General)
     }
