@@ -92,6 +92,9 @@ pub fn render(exp: &Experiment, label: &str, version: &str, plan: &Plan) -> Resu
     for n in &plan.notes {
         s += &format!("  note       {n}\n");
     }
+    if let Some(why) = &plan.refused {
+        s += &format!("  refused    a run as planned would stop here, before any change: {why}\n");
+    }
     if !plan.statements.install.is_empty() {
         s += "Before the first trial (journaled first):\n";
         for sql in &plan.statements.install {

@@ -18,10 +18,24 @@ use crate::workload::PreparedWorkload;
 use anyhow::Result;
 use std::path::{Path, PathBuf};
 
-/// Open the server and resolve the experiment against it. Changes nothing on the server (a
-/// managed one is started, with the options the features need). `restart_cmd`: the user's
-/// way to restart their server.
+/// Open the server and resolve the experiment against it, refusing what the plan says would
+/// be refused (bad input: nothing has changed). Changes nothing on the server (a managed one
+/// is started, with the options the features need). `restart_cmd`: the user's way to restart
+/// their server.
 pub fn open(
+    exp: &Experiment,
+    config: &ServerConfig,
+    restart_cmd: Option<&str>,
+) -> Result<(Server, Plan)> {
+    let (server, plan) = resolve(exp, config, restart_cmd)?;
+    match &plan.refused {
+        Some(why) => Err(crate::error::usage(why.clone())),
+        None => Ok((server, plan)),
+    }
+}
+
+/// `open` without the refusal: the plan as it would run, for the dry run to show.
+fn resolve(
     exp: &Experiment,
     config: &ServerConfig,
     restart_cmd: Option<&str>,
@@ -93,7 +107,7 @@ pub fn dry_run(
     config: &ServerConfig,
     restart_cmd: Option<&str>,
 ) -> Result<String> {
-    let (server, plan) = open(exp, config, restart_cmd)?;
+    let (server, plan) = resolve(exp, config, restart_cmd)?;
     super::dry_run::render(exp, &server.label(), &server.server_version, &plan)
 }
 

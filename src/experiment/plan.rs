@@ -121,6 +121,10 @@ pub struct Plan {
     pub cpus: crate::cpus::Placement,
     /// Feature logs will grow on a server not on this machine, unwatched (`--unguarded-logs`).
     pub unguarded_logs: bool,
+    /// Why the run would be refused although its plan could be made (the server has too few
+    /// connections for the thread count): the dry run shows the plan and says so; a run
+    /// stops on it before anything changes.
+    pub refused: Option<String>,
 }
 
 impl Plan {

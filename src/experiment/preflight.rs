@@ -73,7 +73,7 @@ pub fn preflight(exp: &Experiment, server: &Server, restart_cmd: Option<&str>) -
         }
     }
     check_plain_settings(admin.as_mut(), exp, server)?;
-    check_connections(admin.as_mut(), exp, server)?;
+    let refused = connection_shortfall(admin.as_mut(), exp, server)?;
     ensure_no_pending_journal(server)?;
     server.check_statements(&exp.workload)?;
     let names: Vec<&str> = touched.iter().map(String::as_str).collect();
@@ -174,6 +174,7 @@ pub fn preflight(exp: &Experiment, server: &Server, restart_cmd: Option<&str>) -
         notes,
         cpus: Default::default(),
         unguarded_logs,
+        refused,
     })
 }
 
@@ -416,15 +417,21 @@ const OWN_CONNECTIONS: u64 = 3;
 
 /// The most threads must fit in the connections the server has left, with room to spare for
 /// its other clients: a run that takes them all locks everyone else out.
-fn check_connections(admin: &mut dyn Admin, exp: &Experiment, server: &Server) -> Result<()> {
+/// Whether the server has the connections the thread count needs: None, or why not (bad
+/// input for a run; the dry run says it beside the plan).
+fn connection_shortfall(
+    admin: &mut dyn Admin,
+    exp: &Experiment,
+    server: &Server,
+) -> Result<Option<String>> {
     let Some((max, used)) = admin.connection_room()? else {
-        return Ok(());
+        return Ok(None);
     };
     let threads = exp.threads.iter().copied().max().unwrap_or(1) as u64;
     let spare = 2 + max / 20;
     let room = max.saturating_sub(used + spare);
     if threads + OWN_CONNECTIONS > room {
-        return Err(usage(format!(
+        return Ok(Some(format!(
             "--threads {threads} needs {threads} client connections and {OWN_CONNECTIONS} of \
              dbtax's own, but {} allows {max} and {used} are in use (dbtax leaves {spare} for \
              others): at most {} threads there. Lower --threads, or raise max_connections. \
@@ -433,7 +440,7 @@ fn check_connections(admin: &mut dyn Admin, exp: &Experiment, server: &Server) -
             room.saturating_sub(OWN_CONNECTIONS)
         )));
     }
-    Ok(())
+    Ok(None)
 }
 
 /// Server variables worth recording beside the results.

@@ -139,6 +139,7 @@ fn main() {
         bench::query_workload_stops_after_exactly_n_queries,
         bench::sysbench_tables_are_reused_as_they_are,
         run::dry_run_prints_statements_and_changes_nothing,
+        run::too_many_threads_for_the_server_are_said_by_the_dry_run,
         run::a_query_the_server_refuses_is_bad_input_and_changes_nothing,
         run::a_failing_setup_is_bad_input_and_changes_nothing,
         run::run_measures_and_restores_every_setting,

@@ -24,6 +24,50 @@ pub(crate) fn dry_run_prints_statements_and_changes_nothing(ctx: &Ctx) {
     );
 }
 
+/// More clients than the server has connections for: the dry run shows the plan and says
+/// the run would be refused (issue 37: it refused the dry run too); the run itself is bad
+/// input that changes nothing.
+pub(crate) fn too_many_threads_for_the_server_are_said_by_the_dry_run(ctx: &Ctx) {
+    let max: u64 = ctx.var("max_connections").parse().unwrap();
+    let threads = (max + 50).min(4096).to_string();
+    let args = |dry: bool| {
+        let mut a = vec![
+            "run".to_string(),
+            "--target".into(),
+            ctx.url("t_conns"),
+            "--feature".into(),
+            "general-log".into(),
+            "--threads".into(),
+            threads.clone(),
+        ];
+        if dry {
+            a.push("--dry-run".into());
+        }
+        a
+    };
+    let dry: Vec<String> = args(true);
+    let o = ctx.run(&dry.iter().map(String::as_str).collect::<Vec<_>>());
+    ok(&o);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("SET GLOBAL general_log = ON"), "{stdout}");
+    assert!(
+        stdout.contains("refused    a run as planned would stop here")
+            && stdout.contains("raise max_connections"),
+        "{stdout}"
+    );
+    let run: Vec<String> = args(false);
+    let o = ctx.run(&run.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(stderr.contains("raise max_connections"), "{stderr}");
+    assert_eq!(ctx.var("general_log"), "0");
+    assert_eq!(
+        ctx.count("SELECT COUNT(*) FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = 't_conns'"),
+        0,
+        "nothing was created"
+    );
+}
+
 pub(crate) fn run_measures_and_restores_every_setting(ctx: &Ctx) {
     ctx.set("long_query_time", "7");
     let out = ctx.out_dir("run");
