@@ -58,24 +58,43 @@ pub(super) fn session_of_c(token: &str) -> Option<u64> {
     Some((hex(a)? << 24) ^ hex(b)?)
 }
 
-/// The session, database and time a stderr line's prefix tells.
+/// The session, database and time a stderr line's prefix tells, whatever separates its
+/// escapes (spaces: the default `%m [%p] ` and Debian's; colons: RDS and Aurora's
+/// `%t:%r:%u@%d:[%p]:`; bars: pgreplay's `%m|%u|%d|%c|`). The session is `%c` when there,
+/// else the first bracketed process id (`[1234]`, `[1234]:`), never pgbadger's `[%l-1]` line
+/// number after it.
 fn read_prefix(prefix: &str) -> (Option<u64>, Option<String>, Option<i64>) {
-    let tokens: Vec<&str> = prefix.split_whitespace().collect();
-    let mut session = tokens
-        .iter()
-        .find_map(|t| session_of_c(t.trim_matches(['[', ']'])));
+    let tokens: Vec<&str> = prefix
+        .split(|c: char| c.is_whitespace() || c == '|' || c == ':')
+        .filter(|t| !t.is_empty())
+        .collect();
+    // %c: the session's start time (8 hex digits since 1978) and process id, "674c3a10.19b"
+    // (not a time's seconds, "00.123").
+    let mut session = tokens.iter().find_map(|t| {
+        let t = t.trim_matches(['[', ']']);
+        t.split_once('.')
+            .is_some_and(|(start, _)| start.len() >= 8)
+            .then(|| session_of_c(t))
+            .flatten()
+    });
     if session.is_none() {
-        // %p: "[1234]" (Debian's default prefix) or a bare number after the time.
+        // %p: "[1234]" (Debian's default prefix, RDS's "…:[1234]:").
         session = tokens.iter().skip(1).find_map(|t| {
             let t = t.strip_prefix('[').and_then(|t| t.strip_suffix(']'))?;
             let t = t.split('-').next()?;
             t.parse::<u64>().ok()
         });
     }
+    // %u@%d ("app@shop"), or pgbadger's "user=app,db=shop".
     let db = tokens
-        .last()
-        .and_then(|t| t.rsplit_once('@'))
-        .map(|(_, d)| d.trim_end_matches(':').to_string())
+        .iter()
+        .rev()
+        .find_map(|t| {
+            t.split(',')
+                .find_map(|kv| kv.strip_prefix("db="))
+                .or_else(|| t.rsplit_once('@').map(|(_, d)| d))
+        })
+        .map(|d| d.to_string())
         .filter(|d| !d.is_empty() && d != "[unknown]");
     (session, db, pg_time(prefix))
 }
@@ -85,7 +104,9 @@ fn split_message(line: &str) -> Option<(&str, &str, &str)> {
     let mut from = 0;
     while let Some(i) = line[from..].find(":  ") {
         let at = from + i;
-        let word_start = line[..at].rfind(' ').map_or(0, |s| s + 1);
+        // The severity follows a space (`%m [%p] `), a colon (RDS's `…:[%p]:`) or a bar
+        // (pgreplay's `…|%c|`).
+        let word_start = line[..at].rfind([' ', ':', '|']).map_or(0, |s| s + 1);
         let word = &line[word_start..at];
         if SEVERITIES.contains(&word) {
             return Some((&line[..word_start], word, &line[at + 3..]));

@@ -143,3 +143,52 @@ fn parameters_parse_and_fill_in() {
         "select 'x', '$2', 3"
     );
 }
+
+/// The prefixes people set (made here after the layouts pgbadger's and pgreplay's documents
+/// and RDS's default show): the session is the process id or %c, never pgbadger's line
+/// number; the database from %u@%d or db=%d.
+#[test]
+fn stderr_with_the_prefixes_people_use() {
+    let read = |log: &str| {
+        let mut r = PgStderrLog::new(log.as_bytes());
+        let entries: Vec<Entry> = r.by_ref().collect();
+        assert!(r.malformed.is_empty(), "{:?}", r.malformed);
+        entries
+    };
+    // pgbadger's recommended '%t [%p]: [%l-1] user=%u,db=%d,app=%a,client=%h '.
+    let pgbadger = "\
+2026-12-01 10:00:00 UTC [4321]: [1-1] user=app,db=shop,app=psql,client=[local] LOG:  statement: SELECT 1
+2026-12-01 10:00:01 UTC [4322]: [1-1] user=app,db=shop,app=psql,client=[local] LOG:  statement: SELECT 2
+2026-12-01 10:00:02 UTC [4321]: [2-1] user=app,db=shop,app=psql,client=[local] LOG:  statement: SELECT 3
+";
+    let e = read(pgbadger);
+    assert_eq!(
+        sqls(&e),
+        [(4321, "SELECT 1"), (4322, "SELECT 2"), (4321, "SELECT 3")]
+            .map(|(s, q)| (s, q.to_string()))
+    );
+    assert_eq!(
+        read_prefix("2026-12-01 10:00:00 UTC [4321]: [1-1] user=app,db=shop,app=psql ").1,
+        Some("shop".into())
+    );
+    // '%t [%p]: ' alone.
+    let e = read("2026-12-01 10:00:00 UTC [77]: LOG:  statement: SELECT 4\n");
+    assert_eq!(sqls(&e), [(77, "SELECT 4".to_string())]);
+    // RDS and Aurora: '%t:%r:%u@%d:[%p]:'.
+    let rds = "2026-12-01 10:00:00 UTC:10.0.0.5(41234):app@shop:[5150]:LOG:  statement: SELECT 5\n";
+    let e = read(rds);
+    assert_eq!(sqls(&e), [(5150, "SELECT 5".to_string())]);
+    let (session, db, at) = read_prefix("2026-12-01 10:00:00 UTC:10.0.0.5(41234):app@shop:[5150]:");
+    assert_eq!((session, db.as_deref()), (Some(5150), Some("shop")));
+    assert_eq!(at, pg_time("2026-12-01 10:00:00 UTC"));
+    // pgreplay's '%m|%u|%d|%c|'.
+    let pgreplay = "2026-12-01 10:00:00.123 UTC|app|shop|674c3a10.19b|LOG:  statement: SELECT 6\n";
+    let e = read(pgreplay);
+    assert_eq!(
+        sqls(&e),
+        [(
+            session_of_c("674c3a10.19b").unwrap(),
+            "SELECT 6".to_string()
+        )]
+    );
+}

@@ -192,6 +192,13 @@ fn formats_are_told_from_their_first_lines() {
     let padded = "051007 21:55:24\t     42 Connect     root@localhost on db1\n\
                   \t\t                 42 Query       SELECT 1\n";
     assert_eq!(LogFormat::detect(padded), Some(LogFormat::General));
+    // PostgreSQL with RDS's prefix and pgreplay's: no space before the severity.
+    for line in [
+        "2026-12-01 10:00:00 UTC:10.0.0.5(41234):app@shop:[5150]:LOG:  statement: SELECT 1\n",
+        "2026-12-01 10:00:00.123 UTC|app|shop|674c3a10.19b|LOG:  statement: SELECT 1\n",
+    ] {
+        assert_eq!(LogFormat::detect(line), Some(LogFormat::Postgres), "{line}");
+    }
 }
 
 #[test]

@@ -72,7 +72,14 @@ impl LogFormat {
             {
                 return Some(LogFormat::Csvlog);
             }
-            if line.contains(" LOG:  ") || line.contains(" DETAIL:  ") {
+            // The severity after a space (`%m [%p] `), a colon (RDS's `…:[%p]:`) or a bar
+            // (pgreplay's `…|%c|`), on a line that starts with the date.
+            let dated = line.len() > 10 && line.as_bytes()[4] == b'-' && line.as_bytes()[7] == b'-';
+            let severity = ["LOG:  ", "DETAIL:  ", "ERROR:  "].iter().any(|s| {
+                line.match_indices(s)
+                    .any(|(i, _)| i > 0 && matches!(line.as_bytes()[i - 1], b' ' | b':' | b'|'))
+            });
+            if line.contains(" LOG:  ") || line.contains(" DETAIL:  ") || dated && severity {
                 return Some(LogFormat::Postgres);
             }
             let cmd = ["\tQuery\t", "\tConnect\t", "\tInit DB\t", "\tQuit"];
