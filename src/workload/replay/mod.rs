@@ -9,6 +9,7 @@ mod calls;
 pub mod classify;
 pub mod csvlog;
 pub mod fingerprint;
+pub mod jsonlog;
 pub mod lex;
 pub mod mylog;
 pub mod pglog;

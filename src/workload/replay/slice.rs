@@ -144,6 +144,7 @@ fn open(path: &Path, format: LogFormat) -> Result<Box<dyn LogReader>> {
         LogFormat::Slow => Box::new(SlowLog::new(r)),
         LogFormat::Postgres => Box::new(PgStderrLog::new(r)),
         LogFormat::Csvlog => Box::new(PgCsvLog::new(r)),
+        LogFormat::Jsonlog => Box::new(super::jsonlog::PgJsonLog::new(r)),
     })
 }
 
@@ -160,7 +161,13 @@ pub fn format_of(spec: &ReplaySpec) -> Result<LogFormat> {
         .take(256 * 1024)
         .read_to_end(&mut head)
         .map_err(|e| usage(format!("cannot read the log {}: {e}", spec.log.display())))?;
-    LogFormat::detect(&String::from_utf8_lossy(&head)).ok_or_else(|| {
+    let head = String::from_utf8_lossy(&head);
+    let format = LogFormat::detect(&head);
+    if format == Some(LogFormat::Jsonlog) {
+        // JSON of a shape not read is refused here, in words that say what it holds.
+        super::jsonlog::known(&head)?;
+    }
+    format.ok_or_else(|| {
         usage(format!(
             "cannot tell the format of {}: its first lines are neither a MariaDB/MySQL general \
              or slow log nor a PostgreSQL stderr or csv log; give --log-format",

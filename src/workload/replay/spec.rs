@@ -18,6 +18,8 @@ pub enum LogFormat {
     Postgres,
     /// PostgreSQL's csvlog.
     Csvlog,
+    /// PostgreSQL's jsonlog, CloudNativePG's JSON, a Cloud SQL export.
+    Jsonlog,
 }
 
 impl LogFormat {
@@ -28,6 +30,7 @@ impl LogFormat {
             LogFormat::Slow => "slow",
             LogFormat::Postgres => "postgres",
             LogFormat::Csvlog => "csvlog",
+            LogFormat::Jsonlog => "jsonlog",
         }
     }
 
@@ -38,13 +41,14 @@ impl LogFormat {
             LogFormat::Slow,
             LogFormat::Postgres,
             LogFormat::Csvlog,
+            LogFormat::Jsonlog,
         ]
         .into_iter()
         .find(|f| f.name() == s.trim())
         .ok_or_else(|| {
             usage(format!(
                 "unknown log format '{s}': use general, slow (MariaDB/MySQL), postgres \
-                 (stderr) or csvlog"
+                 (stderr), csvlog or jsonlog"
             ))
         })
     }
@@ -53,13 +57,16 @@ impl LogFormat {
     pub fn family(self) -> &'static str {
         match self {
             LogFormat::General | LogFormat::Slow => "mysql",
-            LogFormat::Postgres | LogFormat::Csvlog => "postgres",
+            LogFormat::Postgres | LogFormat::Csvlog | LogFormat::Jsonlog => "postgres",
         }
     }
 
     /// Tell the format from a log's first lines.
     pub fn detect(head: &str) -> Option<LogFormat> {
         let mut general = false;
+        if head.trim_start().starts_with('{') {
+            return Some(LogFormat::Jsonlog);
+        }
         for line in head.lines().take(500) {
             if line.starts_with("# User@Host: ") || line.starts_with("# Time: ") {
                 return Some(LogFormat::Slow);
