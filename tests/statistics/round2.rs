@@ -178,7 +178,7 @@ fn claims(runs: &[Run], exp: impl Fn(u64) -> Experiment, base: u64) -> usize {
             let e = exp(base + *i as u64);
             dbtax::report::headlines(&results(&e, &r.out))
                 .iter()
-                .any(|h| h.contains(" costs ") || h.contains(" raises "))
+                .any(|h| super::claims_an_effect(h))
         })
         .count()
 }
