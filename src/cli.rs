@@ -171,12 +171,12 @@ pub struct WorkloadArgs {
     #[arg(long)]
     pub setup: Option<String>,
     /// Replay a captured log as the workload (implies --workload replay): a MariaDB/MySQL
-    /// general or slow log, or a PostgreSQL stderr log (%c or %p in log_line_prefix) or
-    /// csvlog. Statements that change data run only with --replay-writes
+    /// general or slow log, or a PostgreSQL stderr log (%c or %p in log_line_prefix),
+    /// csvlog or JSON log (jsonlog, CloudNativePG, a Cloud SQL export). Statements that change data run only with --replay-writes
     #[arg(long, value_name = "FILE")]
     pub log: Option<PathBuf>,
     /// The log's format when it cannot be told from its first lines: general, slow,
-    /// postgres, csvlog
+    /// postgres (stderr), csvlog, jsonlog
     #[arg(long, value_name = "FORMAT")]
     pub log_format: Option<String>,
     /// Replay only the busiest N sessions of the slice
