@@ -327,28 +327,26 @@ mod file_value {
         crate::units::parse_bytes(key, &text).map(Some)
     }
 
-    /// A cost in percent ("2%", 2, 0.5).
-    pub fn negligible(key: &str, v: toml::Value) -> Result<Option<f64>> {
-        let text = match &v {
+    /// A string, or a number written as one ("10%", 10, 2.5).
+    fn as_text(v: &toml::Value) -> String {
+        match v {
             toml::Value::String(s) => s.clone(),
             toml::Value::Integer(i) => i.to_string(),
             toml::Value::Float(x) => x.to_string(),
             other => other.to_string(),
-        };
-        crate::units::percent(&text)
+        }
+    }
+
+    /// A cost in percent ("2%", 2, 0.5).
+    pub fn negligible(key: &str, v: toml::Value) -> Result<Option<f64>> {
+        crate::units::percent(&as_text(&v))
             .map(Some)
             .map_err(|e| usage(format!("bad {key}: {e}")))
     }
 
     /// A percentage of one core, or "off".
     pub fn disturbance(key: &str, v: toml::Value) -> Result<Option<f64>> {
-        let text = match &v {
-            toml::Value::String(s) => s.clone(),
-            toml::Value::Integer(i) => i.to_string(),
-            toml::Value::Float(x) => x.to_string(),
-            other => other.to_string(),
-        };
-        crate::units::disturbance(&text)
+        crate::units::disturbance(&as_text(&v))
             .map(|l| l.0)
             .map_err(|e| usage(format!("bad {key}: {e}")))
     }

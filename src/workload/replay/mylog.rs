@@ -33,16 +33,6 @@ const COMMANDS: [&str; 20] = [
     "Connect Out",
 ];
 
-/// Days since 1970-01-01 of a civil date (Howard Hinnant's algorithm).
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let doy = (153 * (m + if m > 2 { -3 } else { 9 }) + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
 fn num(s: &str) -> Option<i64> {
     (!s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
         .then(|| s.parse().ok())
@@ -89,7 +79,7 @@ pub fn parse_time(s: &str) -> Option<i64> {
     {
         return None;
     }
-    let days = days_from_civil(y, m, d);
+    let days = crate::host::days_from_civil(y, m, d);
     Some(((days * 24 + h) * 60 + mi) * 60_000_000 + whole * 1_000_000 + frac_us)
 }
 
