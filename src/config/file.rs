@@ -3,7 +3,7 @@
 //! field, so a typo never silently falls back to a default.
 
 use crate::error::usage;
-use crate::experiment::spec::{Experiment, Layer, VariantSpec, product};
+use crate::experiment::spec::{Layer, VariantSpec, product};
 use crate::workload::{Workload, WorkloadKind};
 use anyhow::Result;
 use serde::Deserialize;
@@ -174,11 +174,6 @@ pub fn layer_of(text: &str, default_name: &str) -> Result<Layer> {
     Ok(layer)
 }
 
-/// TOML text as an experiment by itself (over the defaults, not validated).
-pub fn from_toml(text: &str, default_name: &str) -> Result<Experiment> {
-    super::merge::merge(vec![layer_of(text, default_name)?])
-}
-
 /// A section of the file as its own type: a usage error names it.
 fn file_section<T: serde::de::DeserializeOwned>(key: &str, v: toml::Value) -> Result<T> {
     v.try_into().map_err(|e: toml::de::Error| {
@@ -253,6 +248,11 @@ fn variants_of(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// TOML text as an experiment by itself (over the defaults, not validated).
+    fn from_toml(text: &str, default_name: &str) -> Result<crate::experiment::spec::Experiment> {
+        super::super::merge::merge(vec![layer_of(text, default_name)?])
+    }
     use crate::experiment::spec::{RateLevel, StopRule};
     use std::time::Duration;
 

@@ -93,13 +93,6 @@ fn level(name: &str, feature: Option<&str>, set: &[(&str, &str)]) -> VariantSpec
     }
 }
 
-/// A preset's experiment by itself (over the defaults), validated.
-pub fn build(name: &str, size: Size) -> Result<Experiment> {
-    let exp = merge(vec![layer(name, size)?])?;
-    exp.validate()?;
-    Ok(exp)
-}
-
 /// A preset's layer: what it says of the experiment.
 pub fn layer(name: &str, size: Size) -> Result<Layer> {
     let pick = |quick: Vec<u32>, normal: Vec<u32>, full: Vec<u32>| match size {
@@ -317,6 +310,13 @@ const DEMO_HEADLINE: u32 = 16;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A preset's experiment by itself (over the defaults), validated.
+    fn build(name: &str, size: Size) -> Result<Experiment> {
+        let exp = merge(vec![layer(name, size)?])?;
+        exp.validate()?;
+        Ok(exp)
+    }
 
     #[test]
     fn every_preset_builds_in_every_size() {

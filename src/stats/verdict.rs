@@ -18,11 +18,12 @@ pub const UNSTABLE_MDE_PCT: f64 = 10.0;
 
 /// The verdict on `o` with the negligible threshold `negligible` (percent).
 pub fn of(o: &Overhead, negligible: f64) -> Verdict {
-    let (value, [lo, hi]) = match robust_to_tell(o) {
+    let told = robust_to_tell(o);
+    let (value, [lo, hi]) = match told {
         Some(r) => (r.value, r.ci95),
         None => (o.pct, o.ci95_pct),
     };
-    let measured = o.significant || robust_to_tell(o).is_some();
+    let measured = o.significant || told.is_some();
     let spans_zero = lo <= 0.0 && hi >= 0.0;
     if measured && value >= 0.0 {
         Verdict::Cost
