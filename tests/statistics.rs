@@ -18,6 +18,8 @@ mod late;
 mod masks;
 #[path = "statistics/round2.rs"]
 mod round2;
+#[path = "statistics/round3.rs"]
+mod round3;
 
 use dbtax::experiment::runner::{self, Outcome, Silent};
 use dbtax::experiment::sim::SimulatedServer;
@@ -497,11 +499,19 @@ fn a_a_experiments_are_within_noise_about_95_percent_of_the_time() {
         |s| experiment(variants(2), vec![8], StopRule::Repeats(8), s),
         |_| {},
     );
-    let significant = runs
-        .iter()
-        .filter(|r| cell(r, "v1", 8).overhead.as_ref().unwrap().significant)
-        .count();
-    rate_within("A/A significant", significant, runs.len(), (0.02, 0.08));
+    // The interval's own calibration: its p-value under 5% about 5% of the time. Counted as
+    // measured (after Holm's adjustment over the run's figures: the mean, its robust
+    // companion, the server CPU) it is rarer still, and never more often.
+    let of = |r: &Run| cell(r, "v1", 8).overhead.clone().unwrap();
+    let below = runs.iter().filter(|r| of(r).p_value < 0.05).count();
+    rate_within("A/A p under 5%", below, runs.len(), (0.02, 0.08));
+    let significant = runs.iter().filter(|r| of(r).significant).count();
+    rate_within(
+        "A/A counted as measured",
+        significant,
+        runs.len(),
+        (0.0, 0.08),
+    );
 }
 
 /// Whether a headline claims a cost or a gain as measured: "costs 8.0% [4.0, 12.0]",

@@ -29,8 +29,8 @@ pub(super) fn typical(seen: &[f64]) -> f64 {
     v[(v.len() - 1) / 4]
 }
 
-/// Whether the block whose trials are `ran` (indices into `cells`, the last trial of each)
-/// was disturbed: the most CPU other processes used in one of its trials, and on which host,
+/// Whether the block whose trials are `ran` (indices into `cells`, one per trial the block
+/// ran: a cell named twice had its last two) was disturbed: the most CPU other processes used in one of its trials, and on which host,
 /// when over the experiment's threshold above the run's `typical` level (a steady load of
 /// other processes is the machine's, and hits every variant alike; one that comes and goes
 /// is a disturbance).
@@ -41,8 +41,16 @@ pub(super) fn disturbance(
     typical: f64,
 ) -> Option<(f64, &'static str)> {
     let limit = exp.max_disturbance?;
-    ran.iter()
-        .filter_map(|&c| cells[c].trials.last())
+    let mut cells_ran = ran.to_vec();
+    cells_ran.sort_unstable();
+    cells_ran.dedup();
+    cells_ran
+        .into_iter()
+        .flat_map(|c| {
+            let n = ran.iter().filter(|&&r| r == c).count();
+            let trials = &cells[c].trials;
+            &trials[trials.len().saturating_sub(n)..]
+        })
         .flat_map(others_of)
         .filter(|(p, _)| *p > typical + limit)
         .max_by(|a, b| a.0.total_cmp(&b.0))

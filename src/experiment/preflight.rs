@@ -79,13 +79,21 @@ pub fn preflight(exp: &Experiment, server: &Server, restart_cmd: Option<&str>) -
     let names: Vec<&str> = touched.iter().map(String::as_str).collect();
     let current = admin.global_vars(&names)?;
     notes.extend(held_notes(&held, &current));
-    if exp.variants.len() == 2 && exp.open_loop.is_none() {
-        notes.push(
-            "carry-over: the trial right after a switch is corrected for; one lasting two \
-             trials cannot be told apart with two variants, so each warm-up runs until the \
-             throughput is steady (at most --warmup) and a slower first half is reported"
-                .into(),
-        );
+    if exp.variants.len() == 2 {
+        let per = exp.repeats_per_block();
+        notes.push(match (per, exp.open_loop.is_none()) {
+            (1, _) => "blocks: one trial of each variant".into(),
+            (_, true) => format!(
+                "blocks: four trials, each variant twice (ABBA or BAAB), counted as {per} \
+                 repeats: a carry-over from one trial into the next one or two is estimated and \
+                 taken out of the cost, which blocks of one each cannot tell from it (an odd \
+                 --repeats runs one more of each)"
+            ),
+            (_, false) => format!(
+                "blocks: four trials, each variant twice (ABBA or BAAB), counted as {per} \
+                 repeats (an odd --repeats runs one more of each)"
+            ),
+        });
     }
     notes.push(match (exp.max_disturbance, exp.agents.is_empty()) {
         (None, _) => "disturbance: off (--max-disturbance off): every block counts, whatever \

@@ -258,9 +258,9 @@ impl<'e> Loop<'e> {
             })
             .collect();
         let keys: Vec<u32> = (0..points.len() as u32).collect();
-        let orders = Orders::new(exp.variants.len(), &keys, &mut rng);
+        let orders = Orders::new(exp.variants.len(), &keys, exp.one_each_blocks, &mut rng);
         let warmup_trials = if exp.warmup_round {
-            points.len() * exp.variants.len()
+            points.len() * orders.block_len()
         } else {
             0
         };
@@ -445,6 +445,14 @@ impl<'e> Loop<'e> {
         let exp = self.exp;
         let mut ran = vec![];
         let mut lost = None;
+        // What the block counts for: each variant's trials in it (two in a two-variant
+        // block, `order::extra_period`).
+        let repeats = {
+            let mut distinct = order.clone();
+            distinct.sort_unstable();
+            distinct.dedup();
+            (order.len() / distinct.len().max(1)) as u32
+        };
         for (position, v) in order.into_iter().enumerate() {
             let at = Step {
                 index: self.index,
@@ -485,7 +493,7 @@ impl<'e> Loop<'e> {
             for &cell in &ran {
                 self.cells[cell].trials.pop().expect("this block's trial");
             }
-            self.set_aside_at[point] += 1;
+            self.set_aside_at[point] += repeats;
             observer.status(&format!(
                 "block {} at {threads} threads set aside: {why}; the features are switched off \
                  until it answers, and the block is run again while the run allows",
@@ -510,7 +518,7 @@ impl<'e> Loop<'e> {
                         let t = self.cells[cell].trials.pop().expect("this block's trial");
                         self.set_aside[cell].push(t);
                     }
-                    self.set_aside_at[point] += 1;
+                    self.set_aside_at[point] += repeats;
                     self.disturbed.push(DisturbedBlock {
                         block: r,
                         threads,
@@ -527,7 +535,7 @@ impl<'e> Loop<'e> {
                         r + 1,
                     ));
                 }
-                None => self.counted[point] += 1,
+                None => self.counted[point] += repeats,
             }
         }
         if !observer.wants_blocks() {

@@ -228,6 +228,10 @@ experiment! {
         /// The database's host, read through a probe started there (`--server-host`), and
         /// the binary it runs.
         server_host: Option<(AgentSpec, crate::agent::AgentBin)> = None;
+        /// With two variants, blocks of one each instead of the extra-period blocks
+        /// (`order::extra_period`): the design before it, kept so that the statistics suite
+        /// can show what it gets wrong. No flag sets it.
+        one_each_blocks: bool = false;
     }
     settings {
         /// Name (results directory, report title); empty: made from the variants.
@@ -596,11 +600,25 @@ impl Experiment {
         }
     }
 
+    /// Each variant's trials in one block: two with two variants (`order::extra_period`).
+    pub fn repeats_per_block(&self) -> u32 {
+        match self.variants.len() {
+            2 if !self.one_each_blocks => 2,
+            _ => 1,
+        }
+    }
+
     /// Measured trials planned before any precision extension.
     pub fn planned_trials(&self) -> usize {
         self.points()
             .iter()
-            .map(|p| self.planned_blocks_at(p.threads) as usize * self.variants.len())
+            .map(|p| {
+                // A two-variant block runs each twice: an odd count is rounded up.
+                let per = self.repeats_per_block();
+                self.planned_blocks_at(p.threads).div_ceil(per) as usize
+                    * per as usize
+                    * self.variants.len()
+            })
             .sum()
     }
 }

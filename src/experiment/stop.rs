@@ -68,8 +68,8 @@ pub(super) fn still_needed(
             if keep.is_empty() {
                 return None;
             }
-            // A block of two variants tells nothing of a carry-over lasting two trials (it
-            // is the same in every such block): with three variants or more the model has
+            // A block of one each of two variants (a Williams row cut down) tells nothing of
+            // a carry-over lasting two trials (it is the same in every such block): the model has
             // that term, and blocks keep three variants so that it goes on being learned
             // and the intervals it widens can narrow. The one added is the widest of the
             // others.

@@ -49,14 +49,10 @@ pub fn interleaved(a: &Results, b: &Results) -> bool {
 /// else unpaired (`stats::ratio`).
 pub fn b_over_a(p: &Pair<'_>, paired: bool) -> Option<Ratio> {
     if paired {
-        let blocks: Vec<(f64, f64)> =
-            p.a.trials
-                .iter()
-                .filter_map(|ta| {
-                    let tb = p.b.trials.iter().find(|tb| tb.block == ta.block)?;
-                    Some((ta.qps, tb.qps))
-                })
-                .collect();
+        let blocks: Vec<(f64, f64)> = crate::stats::paired::partners(&p.a.trials, &p.b.trials)
+            .into_iter()
+            .map(|(ta, tb)| (ta.qps, tb.qps))
+            .collect();
         ratio::paired(&blocks).map(Ratio::from)
     } else {
         let qps = |c: &Cell| -> Vec<f64> { c.trials.iter().map(|t| t.qps).collect() };

@@ -36,6 +36,22 @@ pub struct Fit {
     pub cov: Vec<Vec<f64>>,
     /// Residual degrees of freedom.
     pub df: usize,
+    /// Each cell column's coefficient (its difference from its point's reference); None
+    /// for a column no block let the fit see.
+    pub cells: Vec<Option<CellFit>>,
+}
+
+/// A cell's coefficient in the fit: the cost, with the carry-overs taken out, in log units.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CellFit {
+    /// ln(qps_cell / qps_reference).
+    pub delta: f64,
+    /// Its variance, each load point's trials weighted by their own residual variance (the
+    /// noise at 1 thread is not the noise at 64): a sandwich over the points.
+    pub var: f64,
+    /// The residual degrees of freedom of the cell's own point (its share of the terms'
+    /// taken off): what its interval's quantile uses.
+    pub df: f64,
 }
 
 impl Fit {
@@ -102,6 +118,8 @@ impl Fit {
 pub struct Obs {
     /// The block it ran in (a number unique over load points).
     pub group: usize,
+    /// Its load point (whose trials share a residual variance).
+    pub point: usize,
     /// Its cell's column among the non-reference cells; None for the reference.
     pub cell: Option<usize>,
     /// ln(qps).
@@ -139,9 +157,12 @@ pub fn estimate(obs: &[Obs], cells: usize, keep: &[usize]) -> Option<Fit> {
     let mut xtx = vec![vec![0.0; width]; width];
     let mut xty = vec![0.0; width];
     let mut rows: Vec<(f64, Vec<f64>)> = vec![];
+    let mut row_points: Vec<usize> = vec![];
     let mut groups_used = 0;
+    let mut groups_at: std::collections::BTreeMap<usize, usize> = Default::default();
     for members in groups.values().filter(|m| m.len() >= 2) {
         groups_used += 1;
+        *groups_at.entry(members[0].point).or_default() += 1;
         let n = members.len() as f64;
         let raw: Vec<Vec<f64>> = members.iter().map(|o| row(o)).collect();
         let ym = members.iter().map(|o| o.y).sum::<f64>() / n;
@@ -158,6 +179,7 @@ pub fn estimate(obs: &[Obs], cells: usize, keep: &[usize]) -> Option<Fit> {
                 }
             }
             rows.push((y, x));
+            row_points.push(o.point);
         }
     }
     // Cells that never ran beside another trial have no column to speak of.
@@ -177,16 +199,58 @@ pub fn estimate(obs: &[Obs], cells: usize, keep: &[usize]) -> Option<Fit> {
     if df < 2 {
         return None;
     }
-    let rss: f64 = rows
-        .iter()
-        .map(|(y, x)| {
-            let fit: f64 = live.iter().zip(&beta).map(|(&j, b)| x[j] * b).sum();
-            (y - fit).powi(2)
-        })
-        .sum();
+    let residual = |(y, x): &(f64, Vec<f64>)| {
+        let fit: f64 = live.iter().zip(&beta).map(|(&j, b)| x[j] * b).sum();
+        y - fit
+    };
+    let rss: f64 = rows.iter().map(|r| residual(r).powi(2)).sum();
     let s2 = rss / df as f64;
     let at = live.len() - k;
+    // Each point's residual variance, on its rows less its blocks, its own cell columns
+    // and its share of the terms.
+    let mut by_point: std::collections::BTreeMap<usize, (f64, usize)> = Default::default();
+    for (r, &p) in rows.iter().zip(&row_points) {
+        let e = by_point.entry(p).or_default();
+        e.0 += residual(r).powi(2);
+        e.1 += 1;
+    }
+    let cells_at = |p: usize| {
+        let mut seen: Vec<usize> = obs
+            .iter()
+            .filter(|o| o.point == p)
+            .filter_map(|o| o.cell)
+            .collect();
+        seen.sort_unstable();
+        seen.dedup();
+        seen.len()
+    };
+    let point_df: std::collections::BTreeMap<usize, f64> = by_point
+        .iter()
+        .map(|(&p, &(_, n))| {
+            let share = k as f64 * n as f64 / rows.len() as f64;
+            let used = groups_at.get(&p).copied().unwrap_or(0) + cells_at(p);
+            (p, (n as f64 - used as f64 - share).max(1.0))
+        })
+        .collect();
+    let point_s2 = |p: usize| by_point.get(&p).map_or(s2, |&(rss, _)| rss / point_df[&p]);
+    // The sandwich: inv · (Σ_p s²_p · X_pᵀX_p) · inv, for the cells' coefficients.
+    let cell_of = |c: usize| {
+        let i = live.iter().position(|&j| j == c)?;
+        let w: Vec<f64> = (0..live.len()).map(|j| inv[i][j]).collect();
+        let mut var = 0.0;
+        for ((_, x), &p) in rows.iter().zip(&row_points) {
+            let a: f64 = live.iter().zip(&w).map(|(&j, w)| x[j] * w).sum();
+            var += a * a * point_s2(p);
+        }
+        let p = obs.iter().find(|o| o.cell == Some(c))?.point;
+        Some(CellFit {
+            delta: beta[i],
+            var,
+            df: *point_df.get(&p)?,
+        })
+    };
     Some(Fit {
+        cells: (0..cells).map(cell_of).collect(),
         terms: keep.to_vec(),
         gamma: beta[at..].to_vec(),
         cov: (at..live.len())
@@ -273,6 +337,7 @@ mod tests {
                 let cell = (i == 1).then_some(0);
                 out.push(Obs {
                     group: b,
+                    point: 0,
                     cell,
                     y: 0.3 * b as f64 - 0.1 * i as f64 + gamma[0] * x[0] + gamma[1] * x[1],
                     x: x.to_vec(),

@@ -10,7 +10,7 @@ use super::sample::Extra;
 use crate::results::Trial;
 
 /// The carry-over model's terms: one per preceding variant other than the first (the
-/// all-off baseline), with three variants or more one for a feature trial two before, and
+/// all-off baseline), with two variants or more one for a feature trial two before, and
 /// last one pooled term (right after any feature's trial) for when there are too few trials
 /// for one per variant.
 pub(super) struct Terms {
@@ -20,7 +20,7 @@ pub(super) struct Terms {
 
 impl Terms {
     pub(super) fn new(names: Vec<String>) -> Terms {
-        let lag2 = names.len() >= 3;
+        let lag2 = names.len() >= 2;
         Terms { names, lag2 }
     }
 
@@ -58,14 +58,14 @@ impl Terms {
     }
 }
 
-/// Paired blocks of `variant` against `baseline`: the blocks both ran, in the variant's
-/// order, with their block numbers.
+/// Paired trials of `variant` against `baseline` (`paired::partners`: the blocks both ran,
+/// the k-th of each in a block), in the variant's order, with their block numbers.
 pub(super) fn pairs(baseline: &[Trial], variant: &[Trial], terms: &Terms) -> (Vec<Pair>, Vec<u32>) {
     let mut out = (vec![], vec![]);
-    for v in variant.iter().filter(|v| v.qps > 0.0) {
-        let Some(b) = baseline.iter().find(|b| b.block == v.block && b.qps > 0.0) else {
+    for (b, v) in super::paired::partners(baseline, variant) {
+        if v.qps <= 0.0 || b.qps <= 0.0 {
             continue;
-        };
+        }
         let (xv, xb) = (terms.x(v), terms.x(b));
         out.0.push(Pair {
             log_ratio: (v.qps / b.qps).ln(),
@@ -142,23 +142,28 @@ pub(super) fn mean_d(pairs: &[Pair]) -> Vec<f64> {
 /// terms. At a fixed rate throughput is what was asked: rate cells tell nothing about a
 /// carry-over.
 pub(super) fn observations(cells: &[CellTrials], terms: &Terms) -> (Vec<Obs>, usize) {
-    let mut columns = 0;
     let mut out = vec![];
-    for c in cells.iter().filter(|c| c.rate.is_none()) {
-        let column = (c.variant_index != 0).then(|| {
-            columns += 1;
-            columns - 1
-        });
+    for (i, c) in cells.iter().enumerate().filter(|(_, c)| c.rate.is_none()) {
+        let column = column(cells, i);
         for t in c.trials.iter().filter(|t| t.qps > 0.0) {
             out.push(Obs {
                 group: c.point * 1_000_000 + t.block as usize,
+                point: c.point,
                 cell: column,
                 y: t.qps.ln(),
                 x: terms.x(t),
             });
         }
     }
+    let columns = (0..cells.len()).filter_map(|i| column(cells, i)).count();
     (out, columns)
+}
+
+/// Cell `i`'s column in the fit: the closed-loop cells that are not their point's first
+/// variant, in order.
+pub(super) fn column(cells: &[CellTrials], i: usize) -> Option<usize> {
+    let is_column = |c: &CellTrials| c.rate.is_none() && c.variant_index != 0;
+    is_column(&cells[i]).then(|| cells[..i].iter().filter(|c| is_column(c)).count())
 }
 
 /// Below this many residual degrees of freedom a term per preceding variant costs the
@@ -197,25 +202,28 @@ fn fit_per_variant(
     let estimate = |keep: &[usize]| carryover::estimate(main, *columns, keep);
     let lag1: Vec<usize> = (0..terms.names.len().saturating_sub(1)).collect();
     if !terms.lag2 {
-        if terms.names.len() == 2 {
-            notes.push(
-                "a carry-over lasting two trials cannot be estimated with two variants (it is \
-                 the same in every block whatever the order); the warm-up's settle rule is \
-                 what removes it"
-                    .into(),
-            );
-        }
         return estimate(&lag1);
     }
+    let two = terms.names.len() == 2;
     let all: Vec<usize> = (0..terms.count()).collect();
     let Some(f) = estimate(&all) else {
-        notes.push(
+        notes.push(if two {
+            "blocks of one each cannot tell a carry-over lasting two trials from the cost (it \
+             is the same in every such block): only the trial right after is corrected for, \
+             and the warm-up's settle rule is what removes the rest"
+                .into()
+        } else {
             "too few blocks yet to tell a carry-over lasting two trials from the others: only \
              the trial right after is corrected for"
-                .into(),
-        );
+                .into()
+        });
         return estimate(&lag1);
     };
+    // Two variants in extra-period blocks: both lags always (each cell's cost is the fit's
+    // own coefficient, `extra_period`).
+    if two {
+        return Some(f);
+    }
     // The Williams order balances the trial right after, not the one after that: correcting
     // for a lag-2 term costs every interval some width (15% with three variants), so it is
     // corrected for only when it is there to see.
@@ -231,4 +239,16 @@ fn fit_per_variant(
         pct(g - half)
     ));
     estimate(&lag1)
+}
+
+/// Whether a cell ran in extra-period blocks (two variants, each twice in a block,
+/// `experiment::order`): then its cost is the fit's own coefficient for it (`CellFit`), the
+/// carry-overs of both lags in the model with no test deciding whether they are there (a
+/// test that lets a real one through now and then costs coverage).
+pub(super) fn extra_period(variant: &[Trial], terms: &Terms) -> bool {
+    terms.names.len() == 2
+        && variant
+            .iter()
+            .enumerate()
+            .any(|(i, t)| variant[..i].iter().any(|u| u.block == t.block))
 }

@@ -86,11 +86,26 @@ fn difference(
 ) -> Option<(f64, [f64; 2], f64, u32)> {
     let (p1, blocks1) = pairs(a, v, terms);
     let (p2, blocks2) = pairs(c, b, terms);
-    let second: BTreeMap<u32, usize> = blocks2.iter().enumerate().map(|(i, b)| (*b, i)).collect();
+    // A block's pairs in their order (two of each with two variants' extra-period blocks).
+    let keyed = |blocks: &[u32]| -> Vec<(u32, usize)> {
+        (0..blocks.len())
+            .map(|i| {
+                (
+                    blocks[i],
+                    blocks[..i].iter().filter(|&&b| b == blocks[i]).count(),
+                )
+            })
+            .collect()
+    };
+    let second: BTreeMap<(u32, usize), usize> = keyed(&blocks2)
+        .into_iter()
+        .enumerate()
+        .map(|(i, k)| (k, i))
+        .collect();
     let correction = |p: &super::carryover::Pair| fit.map_or(0.0, |f| f.correction(&p.d));
     let (mut diffs, mut used1, mut used2, mut r1s, mut r2s) = (vec![], vec![], vec![], 0.0, 0.0);
-    for (i, block) in blocks1.iter().enumerate() {
-        let Some(&j) = second.get(block) else {
+    for (i, key) in keyed(&blocks1).iter().enumerate() {
+        let Some(&j) = second.get(key) else {
             continue;
         };
         let r1 = (p1[i].log_ratio - correction(&p1[i])).exp();

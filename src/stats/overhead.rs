@@ -72,6 +72,14 @@ pub fn overhead_of_corrected(logs: &[f64], extra: Extra) -> Option<Overhead> {
     let n = logs.len();
     let (mean, var_of_mean) = mean_and_variance_of_mean(logs)?;
     let (se, df) = extra.combine(var_of_mean, n - 1);
+    Some(overhead_from((mean, se, df), logs, extra))
+}
+
+/// The overhead of a mean log ratio `mean` with standard error `se` on `df` degrees of
+/// freedom; `logs` (the corrected pairs, with the correction's `extra`) give the robust
+/// figure and the outliers.
+pub fn overhead_from((mean, se, df): (f64, f64, f64), logs: &[f64], extra: Extra) -> Overhead {
+    let n = logs.len();
     let half = t975_real(df) * se;
     let p_value = two_sided_p(mean, se, df);
     let (lo, hi) = (pct(mean + half), pct(mean - half));
@@ -81,7 +89,7 @@ pub fn overhead_of_corrected(logs: &[f64], extra: Extra) -> Option<Overhead> {
         p_value: r.p_value,
         significant: r.p_value < 0.05,
     });
-    Some(Overhead {
+    Overhead {
         pct: pct(mean),
         ci95_pct: [lo, hi],
         significant: p_value < 0.05,
@@ -94,7 +102,7 @@ pub fn overhead_of_corrected(logs: &[f64], extra: Extra) -> Option<Overhead> {
             .collect(),
         mde_pct: mde(se, df),
         verdict: None,
-    })
+    }
 }
 
 /// An overhead's minimum detectable effect: the one results.json holds, or for results

@@ -1,8 +1,31 @@
 //! Values of a variant's trials against its baseline's, paired by block: the pairs, and
-//! their difference with a t interval.
+//! their difference with a t interval. A block runs each variant once, or with two variants
+//! twice (the extra-period design, `experiment::order`): a variant's k-th trial in a block
+//! pairs with its baseline's k-th there.
 
 use super::overhead::paired_difference;
 use crate::results::Trial;
+
+/// Each trial of `variant` with its partner among `baseline`'s: the same block, and the same
+/// place among its variant's trials in that block. Trials without one are left out.
+pub fn partners<'a>(baseline: &'a [Trial], variant: &'a [Trial]) -> Vec<(&'a Trial, &'a Trial)> {
+    let rank = |trials: &[Trial], i: usize| {
+        trials[..i]
+            .iter()
+            .filter(|t| t.block == trials[i].block)
+            .count()
+    };
+    (0..variant.len())
+        .filter_map(|i| {
+            let k = rank(variant, i);
+            let b = baseline
+                .iter()
+                .filter(|b| b.block == variant[i].block)
+                .nth(k)?;
+            Some((b, &variant[i]))
+        })
+        .collect()
+}
 
 /// The values of the blocks both ran and both have the value for: (baseline's, variant's).
 pub fn paired_values(
@@ -12,10 +35,8 @@ pub fn paired_values(
 ) -> (Vec<f64>, Vec<f64>) {
     let mut b = vec![];
     let mut v = vec![];
-    for t in variant {
-        if let Some(base) = baseline.iter().find(|x| x.block == t.block)
-            && let (Some(x), Some(y)) = (f(base), f(t))
-        {
+    for (base, t) in partners(baseline, variant) {
+        if let (Some(x), Some(y)) = (f(base), f(t)) {
             b.push(x);
             v.push(y);
         }

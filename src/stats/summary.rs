@@ -3,10 +3,13 @@
 //! corrected for carry-over, with `significant` decided by Holm over every test the
 //! experiment reports. Pure: trials in, cells out.
 
+use super::carryover::CellFit;
 use super::carryover::Pair;
-use super::correction::{Correction, Terms, correct, fit_carry_over, observations, pairs};
+use super::correction::{
+    Correction, Terms, column, correct, extra_period, fit_carry_over, observations, pairs,
+};
 use super::holm::holm;
-use super::overhead::{overhead_of_corrected, paired_test, pct};
+use super::overhead::{overhead_from, overhead_of_corrected, paired_test, pct};
 use super::paired::{by_block, paired_values};
 use super::sample::median;
 use crate::results::{
@@ -32,6 +35,29 @@ fn corrected((pairs, blocks): &(Vec<Pair>, Vec<u32>), c: Option<&Correction>) ->
     for b in o.outlier_blocks.iter_mut() {
         *b = blocks[*b as usize];
     }
+    Some(o)
+}
+
+/// The overhead of a two-variant cell in extra-period blocks (`extra_period`): the fit's own
+/// coefficient and its standard error make the interval, the pairs corrected by the fit the
+/// robust figure and the outliers.
+fn from_fit(
+    own: CellFit,
+    (pairs, blocks): &(Vec<Pair>, Vec<u32>),
+    c: Option<&Correction>,
+) -> Option<Overhead> {
+    let (logs, extra) = correct(pairs, c);
+    if logs.len() < super::overhead::MIN_BLOCKS {
+        return None;
+    }
+    let mut o = overhead_from((own.delta, own.var.sqrt(), own.df), &logs, extra);
+    // A stalled trial pulls the fit's carry-over terms and with them every corrected pair:
+    // the pairs as measured show it where it was.
+    let raw: Vec<f64> = pairs.iter().map(|p| p.log_ratio).collect();
+    o.outlier_blocks = super::robust::outliers(&raw)
+        .into_iter()
+        .map(|i| blocks[i])
+        .collect();
     Some(o)
 }
 
@@ -75,12 +101,20 @@ pub fn summarize(cells: &[CellTrials]) -> Summary {
     // test (computed once, and counted once in Holm's family).
     let (mut out, same): (Vec<Cell>, Vec<Vec<bool>>) = cells
         .iter()
-        .map(|c| {
+        .enumerate()
+        .map(|(i, c)| {
             let base = base_of(c);
             let closed = c.rate.is_none();
-            let overhead = base
-                .filter(|_| closed)
-                .and_then(|b| corrected(&pairs(&b.trials, &c.trials, &terms), fit));
+            let overhead = base.filter(|_| closed).and_then(|b| {
+                let pairs = pairs(&b.trials, &c.trials, &terms);
+                let own = fit
+                    .filter(|_| extra_period(&c.trials, &terms))
+                    .and_then(|f| *f.fit().cells.get(column(cells, i)?)?);
+                match own {
+                    Some(cell_fit) => from_fit(cell_fit, &pairs, fit),
+                    None => corrected(&pairs, fit),
+                }
+            });
             let (effects, same): (Vec<FactorEffect>, Vec<bool>) = c
                 .effects
                 .iter()
