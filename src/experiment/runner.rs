@@ -351,7 +351,9 @@ impl<'e> Loop<'e> {
         let exp = self.exp;
         let nv = exp.variants.len();
         match &exp.stop {
-            // A disturbed block is run again, for as many more rounds as were planned.
+            // A disturbed block is run again, while the rounds run are fewer than twice the
+            // repeats planned (a two-variant block is two repeats, and its four trials are
+            // more often touched by a disturbance: it gets the same rounds).
             StopRule::Repeats(n) if r >= (2 * n).min(MAX_BLOCKS) => vec![],
             StopRule::Repeats(n) => self
                 .keys
@@ -585,7 +587,9 @@ impl<'e> Loop<'e> {
         // busy throughout, not now and then. The run keeps every block (a disturbance that is
         // always there hits every variant alike), gives its figures and says how busy it was.
         let short_points = (0..self.keys.len()).any(|k| self.counted[k] < self.blocks_asked(k));
-        let kept_blocks = self.counted.iter().sum::<u32>() as usize;
+        // (`counted` is in repeats: a two-variant block is two.)
+        let kept_blocks =
+            (self.counted.iter().sum::<u32>() / exp.repeats_per_block().max(1)) as usize;
         let mut busy: Option<Vec<DisturbedBlock>> = None;
         if short_points && self.disturbed.len() > kept_blocks {
             for (cell, trials) in self.set_aside.iter_mut().enumerate() {
