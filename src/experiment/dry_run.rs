@@ -9,7 +9,11 @@ use anyhow::Result;
 /// The dry-run text for `exp` planned on the server `label` (`version`).
 pub fn render(exp: &Experiment, label: &str, version: &str, plan: &Plan) -> Result<String> {
     let blocks = exp.planned_blocks() as usize;
-    let round = exp.points().len() * exp.variants.len();
+    // A two-variant block is four trials, each variant twice (`order::extra_period`), and
+    // counts as two repeats.
+    let per = exp.repeats_per_block() as usize;
+    let unit = if per == 2 { "repeats" } else { "blocks" };
+    let round = exp.points().len() * exp.variants.len() * per;
     let warmups = if exp.warmup_round { round } else { 0 };
     let trials = exp.planned_trials() + warmups;
     let calibrations = match &exp.open_loop {
@@ -52,14 +56,14 @@ pub fn render(exp: &Experiment, label: &str, version: &str, plan: &Plan) -> Resu
         exp.warmup.as_secs_f64(),
         match &exp.stop {
             StopRule::Repeats(n) if exp.open_loop.is_some() =>
-                format!("{n} blocks per thread count and rate"),
-            StopRule::Repeats(n) => format!("{n} blocks per thread count"),
+                format!("{n} {unit} per thread count and rate"),
+            StopRule::Repeats(n) => format!("{n} {unit} per thread count"),
             StopRule::Precision {
                 points,
                 budget,
                 focus: None,
             } => format!(
-                "at least {blocks} blocks per thread count, more until ±{points} points or {} s",
+                "at least {blocks} {unit} per thread count, more until ±{points} points or {} s",
                 budget.as_secs()
             ),
             StopRule::Precision {
@@ -67,7 +71,7 @@ pub fn render(exp: &Experiment, label: &str, version: &str, plan: &Plan) -> Resu
                 budget,
                 focus: Some(f),
             } => format!(
-                "{} blocks at other thread counts; at {} threads at least {blocks} blocks, \
+                "{} {unit} at other thread counts; at {} threads at least {blocks} {unit}, \
                  more (of the variants still wider) until ±{points} points or {} s",
                 f.others,
                 f.threads,
@@ -78,13 +82,20 @@ pub fn render(exp: &Experiment, label: &str, version: &str, plan: &Plan) -> Resu
     );
     if exp.warmup_round {
         s += &format!(
-            "  warm-up    every variant once at every thread count first ({warmups} trials, not counted)\n"
+            "  warm-up    a block at every thread count first ({warmups} trials, not counted)\n"
         );
     }
-    s += &format!(
-        "  order      blocks of every variant, orders from a Williams design, thread counts shuffled per round (seed {})\n",
-        exp.seed
-    );
+    s += &if per == 2 {
+        format!(
+            "  order      blocks of four trials, ABBA or BAAB (each twice per pass, in a random order), thread counts shuffled per round (seed {})\n",
+            exp.seed
+        )
+    } else {
+        format!(
+            "  order      blocks of every variant, orders from a Williams design, thread counts shuffled per round (seed {})\n",
+            exp.seed
+        )
+    };
     s += &format!(
         "  headline   at {} threads (fixed before the run)\n",
         exp.headline_threads()

@@ -99,19 +99,25 @@ fn read_prefix(prefix: &str) -> (Option<u64>, Option<String>, Option<i64>) {
     (session, db, pg_time(prefix))
 }
 
-/// Where a stderr line's message starts: (prefix, severity, message).
+/// Where a stderr line's message starts: (prefix, severity, message). PostgreSQL writes two
+/// spaces after the severity; a line with one (a log rewritten by some tool) is read when
+/// no line of two is there.
 fn split_message(line: &str) -> Option<(&str, &str, &str)> {
+    split_at(line, ":  ").or_else(|| split_at(line, ": "))
+}
+
+fn split_at<'a>(line: &'a str, after: &str) -> Option<(&'a str, &'a str, &'a str)> {
     let mut from = 0;
-    while let Some(i) = line[from..].find(":  ") {
+    while let Some(i) = line[from..].find(after) {
         let at = from + i;
         // The severity follows a space (`%m [%p] `), a colon (RDS's `…:[%p]:`) or a bar
         // (pgreplay's `…|%c|`).
         let word_start = line[..at].rfind([' ', ':', '|']).map_or(0, |s| s + 1);
         let word = &line[word_start..at];
         if SEVERITIES.contains(&word) {
-            return Some((&line[..word_start], word, &line[at + 3..]));
+            return Some((&line[..word_start], word, &line[at + after.len()..]));
         }
-        from = at + 3;
+        from = at + after.len();
     }
     None
 }
@@ -120,8 +126,9 @@ fn split_message(line: &str) -> Option<(&str, &str, &str)> {
 pub(super) fn what_of(message: &str) -> Option<What> {
     let mut m = message;
     if let Some(rest) = m.strip_prefix("duration: ") {
-        // "duration: 0.123 ms  statement: …" (or the duration alone).
-        m = rest.split_once(" ms  ").map(|(_, r)| r)?;
+        // "duration: 0.123 ms  statement: …" (or the duration alone; one space after "ms"
+        // in a log some tool rewrote).
+        m = rest.split_once(" ms ").map(|(_, r)| r.trim_start())?;
     }
     if let Some(sql) = m.strip_prefix("statement: ") {
         return Some(What::Query(sql.to_string()));
@@ -226,51 +233,84 @@ pub(super) fn substitute(sql: &str, params: &[(usize, String)]) -> String {
     out
 }
 
-/// Entries waiting for what may still belong to them (the DETAIL with an execute's values).
+/// Entries waiting for what may still belong to them: the DETAIL with an execute's values,
+/// a statement's later lines. In the stderr format a message's later lines follow it, so one
+/// entry waits at a time; behind a syslog header (`pgsyslog`) another process's lines may
+/// come between, and each session's last entry waits until that session's next message (or
+/// until `STALE` lines have passed).
 #[derive(Default)]
 struct Assembler {
-    pending: Option<Entry>,
-    detail: Option<String>,
+    /// (entry, its DETAIL), oldest first.
+    pending: VecDeque<(Entry, Option<String>)>,
     ready: VecDeque<Entry>,
 }
 
+/// Lines after which an entry waiting for its later lines is taken as complete.
+const STALE: u64 = 1000;
+
 impl Assembler {
-    /// The pending entry is complete.
+    /// Every waiting entry is complete.
     fn flush(&mut self) {
-        if let Some(mut e) = self.pending.take() {
-            if let (What::Execute(sql), Some(d)) = (&mut e.what, self.detail.as_deref())
-                && let Some(p) = d.strip_prefix("parameters: ")
-            {
-                *sql = substitute(sql, &parse_parameters(p));
+        while let Some(p) = self.pending.pop_front() {
+            self.complete(p);
+        }
+    }
+
+    /// `session`'s waiting entry is complete (and any that waited too long).
+    fn flush_session(&mut self, session: u64, line: u64) {
+        let mut keep = VecDeque::new();
+        while let Some(p) = self.pending.pop_front() {
+            if p.0.session == session || p.0.line + STALE < line {
+                self.complete(p);
+            } else {
+                keep.push_back(p);
             }
-            self.ready.push_back(e);
         }
-        self.detail = None;
+        self.pending = keep;
     }
 
-    /// One message of `session`.
-    fn message(&mut self, e: Entry) {
-        self.flush();
-        self.pending = Some(e);
-    }
-
-    /// A DETAIL message of `session`: the pending execute's values when it is that session's.
-    fn detail(&mut self, session: u64, text: &str) {
-        if self.pending.as_ref().is_some_and(|p| p.session == session) {
-            self.detail = Some(text.to_string());
-        }
-    }
-
-    /// A line continuing the message before it.
-    fn more(&mut self, text: &str) {
-        if let Some(d) = self.detail.as_mut() {
-            super::append_line(d, text);
-        } else if let Some(Entry {
-            what: What::Query(s) | What::Execute(s),
-            ..
-        }) = self.pending.as_mut()
+    fn complete(&mut self, (mut e, detail): (Entry, Option<String>)) {
+        if let (What::Execute(sql), Some(d)) = (&mut e.what, detail.as_deref())
+            && let Some(p) = d.strip_prefix("parameters: ")
         {
-            super::append_line(s, text);
+            *sql = substitute(sql, &parse_parameters(p));
+        }
+        self.ready.push_back(e);
+    }
+
+    /// One message, which waits for its later lines.
+    fn message(&mut self, e: Entry) {
+        self.pending.push_back((e, None));
+    }
+
+    /// A DETAIL message of `session`: its waiting execute's values.
+    fn detail(&mut self, session: u64, text: &str) {
+        if let Some(p) = self
+            .pending
+            .iter_mut()
+            .rev()
+            .find(|p| p.0.session == session)
+        {
+            p.1 = Some(text.to_string());
+        }
+    }
+
+    /// A line continuing the message before it (`session`'s, when the line says whose).
+    fn more(&mut self, session: Option<u64>, text: &str) {
+        let waiting = match session {
+            Some(s) => self.pending.iter_mut().rev().find(|p| p.0.session == s),
+            None => self.pending.back_mut(),
+        };
+        match waiting {
+            Some((_, Some(d))) => super::append_line(d, text),
+            Some((
+                Entry {
+                    what: What::Query(s) | What::Execute(s),
+                    ..
+                },
+                None,
+            )) => super::append_line(s, text),
+            _ => {}
         }
     }
 }
@@ -286,6 +326,9 @@ pub struct PgStderrLog<R> {
     /// Lines that belonged to nothing.
     pub malformed: MalformedLines,
     done: bool,
+    /// Each session key's generation (a new one at each connection on a process id seen
+    /// before) and whether a message of it was seen since.
+    sessions: std::collections::HashMap<u64, (u32, bool)>,
 }
 
 impl<R: BufRead> PgStderrLog<R> {
@@ -299,29 +342,70 @@ impl<R: BufRead> PgStderrLog<R> {
             out: Assembler::default(),
             malformed: MalformedLines::default(),
             done: false,
+            sessions: Default::default(),
         }
     }
 
     fn read_line(&mut self) {
         let text = String::from_utf8_lossy(&self.buf).into_owned();
         let line = text.trim_end_matches('\n').trim_end_matches('\r');
+        if let Some(h) = super::pgsyslog::header(line) {
+            return self.read_shipped(h);
+        }
         if let Some(more) = line.strip_prefix('\t') {
             if self.in_message {
-                self.out.more(more);
+                self.out.more(None, more);
             }
             return;
         }
         let Some((prefix, severity, message)) = split_message(line) else {
-            if !line.trim().is_empty() {
-                self.malformed.push(Malformed {
-                    line: self.line_no,
-                    why: "not a log line (no LOG:, DETAIL:… after a prefix), and not a \
-                          statement's next line",
-                });
-            }
+            self.not_a_line(line);
             return;
         };
         let (session, db, at_us) = read_prefix(prefix);
+        self.message((session, db, at_us), (severity, message), false);
+    }
+
+    fn not_a_line(&mut self, line: &str) {
+        if !line.trim().is_empty() {
+            self.malformed.push(Malformed {
+                line: self.line_no,
+                why: "not a log line (no LOG:, DETAIL:… after a prefix), and not a \
+                      statement's next line",
+            });
+        }
+    }
+
+    /// A line behind a syslog or logplex header (`pgsyslog`): a message with its own prefix,
+    /// or a later line of the process's message before it.
+    fn read_shipped(&mut self, h: super::pgsyslog::Header) {
+        match split_message(&h.rest) {
+            Some((prefix, severity, message)) => {
+                let (_, db, at_us) = read_prefix(prefix);
+                self.message(
+                    (Some(h.pid), db, at_us.or(h.at_us)),
+                    (severity, message),
+                    true,
+                );
+            }
+            // (Whatever came between: the process's waiting entry, if any, is found.)
+            None if h.part > 1 => {
+                let more = h.rest.strip_prefix('\t').unwrap_or(&h.rest);
+                let key = self.key(h.pid);
+                self.out.more(Some(key), more);
+            }
+            None => self.not_a_line(&h.rest),
+        }
+    }
+
+    /// A message line: its session, database and time (from the prefix or a header), its
+    /// severity and text.
+    fn message(
+        &mut self,
+        (session, db, at_us): (Option<u64>, Option<String>, Option<i64>),
+        (severity, message): (&str, &str),
+        shipped: bool,
+    ) {
         self.in_message = false;
         let Some(session) = session else {
             if severity == "LOG" && what_of(message).is_some() {
@@ -332,9 +416,23 @@ impl<R: BufRead> PgStderrLog<R> {
             }
             return;
         };
+        // A process id names one session at a time: a new connection on a pid seen before
+        // (the old session's end not logged, or the pid reused) starts another.
+        let (generation, used) = self.sessions.entry(session).or_insert((0, false));
+        if severity == "LOG" && message.starts_with("connection authorized") && *used {
+            *generation += 1;
+        }
+        *used |= !message.starts_with("connection received");
+        let session = session ^ (u64::from(*generation) << 48);
+        // Behind a shipper's header another process's lines may come between a message's:
+        // only this session's waiting entry is complete.
+        let done = |out: &mut Assembler, line| match shipped {
+            true => out.flush_session(session, line),
+            false => out.flush(),
+        };
         match severity {
             "LOG" => {
-                self.out.flush();
+                done(&mut self.out, self.line_no);
                 if let Some(mut what) = what_of(message) {
                     if let What::Connect { db: d @ None } = &mut what {
                         *d = db;
@@ -352,8 +450,13 @@ impl<R: BufRead> PgStderrLog<R> {
                 self.out.detail(session, message);
                 self.in_message = true;
             }
-            _ => self.out.flush(),
+            _ => done(&mut self.out, self.line_no),
         }
+    }
+
+    /// The session key of process `pid` now (its generation: `message`).
+    fn key(&self, pid: u64) -> u64 {
+        pid ^ (u64::from(self.sessions.get(&pid).map_or(0, |g| g.0)) << 48)
     }
 }
 

@@ -192,3 +192,60 @@ fn stderr_with_the_prefixes_people_use() {
         )]
     );
 }
+
+#[test]
+fn syslog_lines_are_read_with_their_later_lines_and_the_headers_pid_and_time() {
+    // Two processes interleaved, a statement over three lines (rsyslog's #011 for the tab),
+    // another program's line, and a DETAIL with an execute's values.
+    let log = "\
+Mar  2 09:00:01 db1 postgres[501]: [4-1] user=app,db=shop LOG:  connection authorized: user=app database=shop
+Mar  2 09:00:02 db1 postgres[501]: [5-1] user=app,db=shop LOG:  statement: SELECT a,
+Mar  2 09:00:02 db1 postgres[502]: [5-1] user=app,db=shop LOG:  statement: SELECT 9
+Mar  2 09:00:02 db1 postgres[501]: [5-2] #011  b
+Mar  2 09:00:02 db1 postgres[501]: [5-3] #011FROM t
+Mar  2 09:00:03 db1 cron[77]: (root) CMD (run-parts /etc/cron.hourly)
+Mar  2 09:00:04 db1 postgres[502]: [6-1] user=app,db=shop LOG:  execute s1: SELECT $1
+Mar  2 09:00:04 db1 postgres[502]: [6-2] user=app,db=shop DETAIL:  parameters: $1 = '7'
+";
+    let mut r = PgStderrLog::new(log.as_bytes());
+    let entries: Vec<Entry> = r.by_ref().collect();
+    assert_eq!(
+        sqls(&entries),
+        vec![
+            (502, "SELECT 9".to_string()),
+            (501, "SELECT a,\n  b\nFROM t".to_string()),
+            (502, "SELECT '7'".to_string()),
+        ],
+        "{entries:#?}"
+    );
+    let first = entries[0].at_us.unwrap();
+    assert_eq!(entries.last().unwrap().at_us.unwrap() - first, 3_000_000);
+    assert_eq!(r.malformed.count, 1, "the cron line");
+}
+
+#[test]
+fn a_process_id_reused_by_a_new_connection_is_another_session() {
+    let log = "\
+2026-12-01 10:00:00 UTC [900] LOG:  connection authorized: user=app database=shop
+2026-12-01 10:00:01 UTC [900] LOG:  statement: SELECT 1
+2026-12-01 10:00:05 UTC [900] LOG:  connection received: host=[local]
+2026-12-01 10:00:05 UTC [900] LOG:  connection authorized: user=app database=shop
+2026-12-01 10:00:06 UTC [900] LOG:  statement: SELECT 2
+";
+    let entries: Vec<Entry> = PgStderrLog::new(log.as_bytes()).collect();
+    let s = sqls(&entries);
+    assert_eq!(s.len(), 2);
+    assert_ne!(s[0].0, s[1].0, "{entries:#?}");
+}
+
+#[test]
+fn one_space_after_the_severity_or_the_duration_is_read() {
+    // (A log some tool rewrote: PostgreSQL writes two.)
+    let log = "2021-05-27 17:00:00 UTC:10.1.91.65:app@shop:[24743]:LOG: duration: 0.054 ms \
+               statement: SELECT * FROM t1;\n";
+    let entries: Vec<Entry> = PgStderrLog::new(log.as_bytes()).collect();
+    assert_eq!(
+        sqls(&entries),
+        vec![(24743, "SELECT * FROM t1;".to_string())]
+    );
+}

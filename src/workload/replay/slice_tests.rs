@@ -199,6 +199,20 @@ fn formats_are_told_from_their_first_lines() {
     ] {
         assert_eq!(LogFormat::detect(line), Some(LogFormat::Postgres), "{line}");
     }
+    // A csvlog whose log_time a tool quoted; syslog and logplex lines; one space after the
+    // severity.
+    let quoted = format!("\"{}", csv.replacen(" UTC,", " UTC\",", 1));
+    assert_eq!(LogFormat::detect(&quoted), Some(LogFormat::Csvlog));
+    let spans = csv.replace("statement: SELECT 1", "statement: SELECT 1,\n  2\nFROM t");
+    assert_eq!(LogFormat::detect(&spans), Some(LogFormat::Csvlog));
+    for line in [
+        "Mar  2 09:00:02 db1 postgres[501]: [5-1] user=app,db=shop LOG:  statement: SELECT 1\n",
+        "2019-03-14T00:22:56+00:00 app[postgres.4882]: [GREEN] [15-1]  sql_error_code = 00000 \
+         LOG:  statement: SELECT 2\n",
+        "2021-05-27 17:00:00 UTC:10.1.91.65:user@db:[24743]:LOG: statement: SELECT 1\n",
+    ] {
+        assert_eq!(LogFormat::detect(line), Some(LogFormat::Postgres), "{line}");
+    }
 }
 
 #[test]

@@ -67,14 +67,26 @@ impl LogFormat {
         if head.trim_start().starts_with('{') {
             return Some(LogFormat::Jsonlog);
         }
-        for line in head.lines().take(500) {
+        let lines: Vec<&str> = head.lines().take(500).collect();
+        for (i, &line) in lines.iter().enumerate() {
+            // A csv record whose message spans lines: its fields counted over them all.
+            let mut record = line.to_string();
+            for next in lines.iter().skip(i + 1).take(50) {
+                if record.matches('"').count() % 2 == 0 {
+                    break;
+                }
+                record.push('\n');
+                record.push_str(next);
+            }
             if line.starts_with("# User@Host: ") || line.starts_with("# Time: ") {
                 return Some(LogFormat::Slow);
             }
-            let fields = line.split(',').count();
+            let fields = record.split(',').count();
+            // (log_time as PostgreSQL writes it, or quoted by a tool that rewrote the file.)
+            let timed = line.strip_prefix('"').unwrap_or(line);
             if fields >= 23
-                && line.len() > 20
-                && line.as_bytes()[4] == b'-'
+                && timed.len() > 20
+                && timed.as_bytes()[4] == b'-'
                 && (line.contains(",LOG,") || line.contains(",ERROR,"))
             {
                 return Some(LogFormat::Csvlog);
@@ -82,7 +94,7 @@ impl LogFormat {
             // The severity after a space (`%m [%p] `), a colon (RDS's `…:[%p]:`) or a bar
             // (pgreplay's `…|%c|`), on a line that starts with the date.
             let dated = line.len() > 10 && line.as_bytes()[4] == b'-' && line.as_bytes()[7] == b'-';
-            let severity = ["LOG:  ", "DETAIL:  ", "ERROR:  "].iter().any(|s| {
+            let severity = ["LOG: ", "DETAIL: ", "ERROR: "].iter().any(|s| {
                 line.match_indices(s)
                     .any(|(i, _)| i > 0 && matches!(line.as_bytes()[i - 1], b' ' | b':' | b'|'))
             });
