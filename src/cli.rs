@@ -179,6 +179,11 @@ pub struct WorkloadArgs {
     /// postgres (stderr), csvlog, jsonlog
     #[arg(long, value_name = "FORMAT")]
     pub log_format: Option<String>,
+    /// PostgreSQL's log_line_prefix as the server has it (SHOW log_line_prefix), when the
+    /// lines' own is not recognised: '%t [%p]: [%l-1] user=%u,db=%d ' (PostgreSQL's escapes;
+    /// the session is %c, else %p)
+    #[arg(long, value_name = "PREFIX")]
+    pub log_line_prefix: Option<String>,
     /// Replay only the busiest N sessions of the slice
     #[arg(long, value_name = "N")]
     pub sessions: Option<u32>,

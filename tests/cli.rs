@@ -245,6 +245,31 @@ fn bad_rates_are_usage_errors_before_any_server() {
         fails_with_usage(&args, needle);
     };
     run(&["--rate", "0%"], "bad rate '0%'");
+    let log = write(
+        "pg.log",
+        "2026-12-01 10:00:00 UTC 7 LOG:  statement: SELECT 1\n",
+    );
+    let log = log.to_str().unwrap();
+    run(
+        &["--log", log, "--log-line-prefix", "%t %z "],
+        "%z is not one of PostgreSQL's escapes",
+    );
+    run(
+        &["--log", log, "--log-line-prefix", "%t [%l] "],
+        "has neither %c nor %p",
+    );
+    run(
+        &[
+            "--log",
+            log,
+            "--log-line-prefix",
+            "%t %p ",
+            "--log-format",
+            "slow",
+        ],
+        "not --log-format slow's",
+    );
+    run(&["--log-line-prefix", "%t %p "], "go with a replay");
     run(&["--rate", "fast"], "bad rate 'fast'");
     run(&["--arrival", "uniform"], "go with --rate");
     run(

@@ -29,6 +29,7 @@ struct WorkloadFile {
     /// The replay workload's log, and how it is read.
     log: Option<std::path::PathBuf>,
     log_format: Option<String>,
+    log_line_prefix: Option<String>,
     sessions: Option<u32>,
     from: Option<String>,
     to: Option<String>,
@@ -48,6 +49,7 @@ fn replay_of(w: &WorkloadFile) -> Result<Option<crate::workload::replay::spec::R
     let mut spec = ReplaySpec::of(log);
     spec.apply(&ReplayOptions {
         log_format: w.log_format.as_deref(),
+        line_prefix: w.log_line_prefix.as_deref(),
         sessions: w.sessions,
         from: w.from.as_deref(),
         to: w.to.as_deref(),

@@ -116,6 +116,7 @@ fn replay_from(args: &WorkloadArgs, base: &mut Workload) -> Result<()> {
     }
     let options = ReplayOptions {
         log_format: args.log_format.as_deref(),
+        line_prefix: args.log_line_prefix.as_deref(),
         sessions: args.sessions,
         from: args.from.as_deref(),
         to: args.to.as_deref(),
@@ -129,7 +130,7 @@ fn replay_from(args: &WorkloadArgs, base: &mut Workload) -> Result<()> {
     match base.replay.as_mut() {
         Some(spec) => spec.apply(&options),
         None if options.any() => Err(usage(
-            "--log-format, --sessions, --from, --to, --pace, --replay-writes, \
+            "--log-format, --log-line-prefix, --sessions, --from, --to, --pace, --replay-writes, \
              --replay-user, --replay-functions and --max-statements go with a replay: give \
              --log FILE",
         )),

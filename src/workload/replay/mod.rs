@@ -13,6 +13,7 @@ pub mod jsonlog;
 pub mod lex;
 pub mod mylog;
 pub mod pglog;
+pub mod pgprefix;
 mod pgsyslog;
 pub mod script;
 pub mod slice;

@@ -15,7 +15,7 @@ use std::collections::VecDeque;
 use std::io::BufRead;
 
 /// The severities a message line may carry.
-const SEVERITIES: [&str; 18] = [
+pub(super) const SEVERITIES: [&str; 18] = [
     "LOG",
     "ERROR",
     "DETAIL",
@@ -326,6 +326,8 @@ pub struct PgStderrLog<R> {
     /// Lines that belonged to nothing.
     pub malformed: MalformedLines,
     done: bool,
+    /// The server's `log_line_prefix` as the user gave it (`--log-line-prefix`).
+    prefix: Option<super::pgprefix::Prefix>,
     /// Each session key's generation (a new one at each connection on a process id seen
     /// before) and whether a message of it was seen since.
     sessions: std::collections::HashMap<u64, (u32, bool)>,
@@ -343,6 +345,15 @@ impl<R: BufRead> PgStderrLog<R> {
             malformed: MalformedLines::default(),
             done: false,
             sessions: Default::default(),
+            prefix: None,
+        }
+    }
+
+    /// A reader of `input` whose lines start with `prefix` (`--log-line-prefix`).
+    pub fn with_prefix(input: R, prefix: super::pgprefix::Prefix) -> Self {
+        PgStderrLog {
+            prefix: Some(prefix),
+            ..Self::new(input)
         }
     }
 
@@ -358,12 +369,34 @@ impl<R: BufRead> PgStderrLog<R> {
             }
             return;
         }
-        let Some((prefix, severity, message)) = split_message(line) else {
+        let Some((told, severity, message)) = self.split(line) else {
             self.not_a_line(line);
             return;
         };
-        let (session, db, at_us) = read_prefix(prefix);
-        self.message((session, db, at_us), (severity, message), false);
+        self.message(told, (severity, message), false);
+    }
+
+    /// A line's session, database and time, severity and message: by the prefix the user
+    /// gave (`--log-line-prefix`), else as `read_prefix` recognises it.
+    #[allow(clippy::type_complexity)]
+    fn split<'a>(
+        &self,
+        line: &'a str,
+    ) -> Option<((Option<u64>, Option<String>, Option<i64>), &'a str, &'a str)> {
+        match &self.prefix {
+            Some(p) => {
+                let (f, rest) = p.read(line)?;
+                let (before, severity, message) = split_message(rest)?;
+                before
+                    .trim()
+                    .is_empty()
+                    .then_some(((f.session, f.db, f.at_us), severity, message))
+            }
+            None => {
+                let (prefix, severity, message) = split_message(line)?;
+                Some((read_prefix(prefix), severity, message))
+            }
+        }
     }
 
     fn not_a_line(&mut self, line: &str) {
@@ -379,9 +412,8 @@ impl<R: BufRead> PgStderrLog<R> {
     /// A line behind a syslog or logplex header (`pgsyslog`): a message with its own prefix,
     /// or a later line of the process's message before it.
     fn read_shipped(&mut self, h: super::pgsyslog::Header) {
-        match split_message(&h.rest) {
-            Some((prefix, severity, message)) => {
-                let (_, db, at_us) = read_prefix(prefix);
+        match self.split(&h.rest) {
+            Some(((_, db, at_us), severity, message)) => {
                 self.message(
                     (Some(h.pid), db, at_us.or(h.at_us)),
                     (severity, message),

@@ -249,3 +249,43 @@ fn one_space_after_the_severity_or_the_duration_is_read() {
         vec![(24743, "SELECT * FROM t1;".to_string())]
     );
 }
+
+#[test]
+fn a_prefix_given_by_hand_reads_what_the_lines_alone_cannot() {
+    // `%m %p ` (the pid unbracketed) and pgbadger's `%t [%p]: [%l-1] user=%u,db=%d `.
+    let bare = "\
+2026-12-01 10:00:00.100 UTC 4242 LOG:  statement: SELECT 1
+2026-12-01 10:00:00.200 UTC 4243 LOG:  statement: SELECT 2
+";
+    let mut alone = PgStderrLog::new(bare.as_bytes());
+    assert!(sqls(&alone.by_ref().collect::<Vec<_>>()).is_empty());
+    assert_eq!(alone.malformed.count, 2, "no session without the prefix");
+    let given = super::super::pgprefix::Prefix::parse("%m %p ").unwrap();
+    let entries: Vec<Entry> = PgStderrLog::with_prefix(bare.as_bytes(), given).collect();
+    assert_eq!(
+        sqls(&entries),
+        vec![
+            (4242, "SELECT 1".to_string()),
+            (4243, "SELECT 2".to_string())
+        ]
+    );
+    let badger = "\
+2026-12-01 10:00:00 UTC [9]: [1-1] user=app,db=shop LOG:  connection authorized: user=app database=shop
+2026-12-01 10:00:01 UTC [9]: [2-1] user=app,db=shop LOG:  statement: SELECT 3
+2026-12-01 10:00:02 UTC [9]: [3-1] user=app,db=shop LOG:  statement: SELECT 4
+";
+    let p = super::super::pgprefix::Prefix::parse("%t [%p]: [%l-1] user=%u,db=%d ").unwrap();
+    let entries: Vec<Entry> = PgStderrLog::with_prefix(badger.as_bytes(), p).collect();
+    assert_eq!(
+        entries[0].what,
+        What::Connect {
+            db: Some("shop".into())
+        }
+    );
+    let s = sqls(&entries);
+    assert_eq!(s.len(), 2);
+    assert!(
+        s.iter().all(|(session, _)| *session == 9),
+        "%l is not the session: {s:?}"
+    );
+}

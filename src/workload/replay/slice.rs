@@ -133,8 +133,8 @@ fn regular(path: &Path) -> Result<()> {
     )))
 }
 
-/// Open `spec`'s log as a reader of its format.
-fn open(path: &Path, format: LogFormat) -> Result<Box<dyn LogReader>> {
+/// Open `spec`'s log as a reader of its format (with the user's `log_line_prefix`, if given).
+fn open(path: &Path, format: LogFormat, prefix: Option<&str>) -> Result<Box<dyn LogReader>> {
     regular(path)?;
     let file = std::fs::File::open(path)
         .map_err(|e| usage(format!("cannot read the log {}: {e}", path.display())))?;
@@ -142,7 +142,13 @@ fn open(path: &Path, format: LogFormat) -> Result<Box<dyn LogReader>> {
     Ok(match format {
         LogFormat::General => Box::new(GeneralLog::new(r)),
         LogFormat::Slow => Box::new(SlowLog::new(r)),
-        LogFormat::Postgres => Box::new(PgStderrLog::new(r)),
+        LogFormat::Postgres => match prefix {
+            Some(p) => Box::new(PgStderrLog::with_prefix(
+                r,
+                super::pgprefix::Prefix::parse(p)?,
+            )),
+            None => Box::new(PgStderrLog::new(r)),
+        },
         LogFormat::Csvlog => Box::new(PgCsvLog::new(r)),
         LogFormat::Jsonlog => Box::new(super::jsonlog::PgJsonLog::new(r)),
     })
@@ -189,7 +195,7 @@ pub fn load(spec: &ReplaySpec, span: Option<std::time::Duration>) -> Result<Slic
     let format = format_of(spec)?;
     let from = spec.from.as_deref().map(Mark::parse).transpose()?;
     let to = spec.to.as_deref().map(Mark::parse).transpose()?;
-    let mut reader = open(&spec.log, format)?;
+    let mut reader = open(&spec.log, format, spec.line_prefix.as_deref())?;
     let mysql = format.family() == "mysql";
     let dialect = if mysql {
         Dialect::Mysql

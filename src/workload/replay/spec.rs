@@ -215,6 +215,10 @@ pub struct ReplaySpec {
     /// Its format (None: told from its content).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub format: Option<LogFormat>,
+    /// PostgreSQL's `log_line_prefix` as the user gave it (`--log-line-prefix`); None: the
+    /// common prefixes are recognised from the lines.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line_prefix: Option<String>,
     /// Keep only the busiest N sessions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sessions: Option<u32>,
@@ -252,6 +256,8 @@ pub const TEMPORARY: &str = "temporary";
 pub struct ReplayOptions<'a> {
     /// `--log-format`.
     pub log_format: Option<&'a str>,
+    /// `--log-line-prefix`.
+    pub line_prefix: Option<&'a str>,
     /// `--sessions`.
     pub sessions: Option<u32>,
     /// `--from`.
@@ -276,6 +282,7 @@ impl ReplayOptions<'_> {
     /// Whether any option is given.
     pub fn any(&self) -> bool {
         self.log_format.is_some()
+            || self.line_prefix.is_some()
             || self.sessions.is_some()
             || self.from.is_some()
             || self.to.is_some()
@@ -293,6 +300,20 @@ impl ReplaySpec {
     pub fn apply(&mut self, o: &ReplayOptions<'_>) -> Result<()> {
         if let Some(f) = o.log_format {
             self.format = Some(LogFormat::parse(f)?);
+        }
+        if let Some(p) = o.line_prefix {
+            super::pgprefix::Prefix::parse(p)?;
+            match self.format {
+                None | Some(LogFormat::Postgres) => self.format = Some(LogFormat::Postgres),
+                Some(other) => {
+                    return Err(usage(format!(
+                        "--log-line-prefix is PostgreSQL's stderr (or syslog) format's, not \
+                         --log-format {}'s",
+                        other.name()
+                    )));
+                }
+            }
+            self.line_prefix = Some(p.to_string());
         }
         if let Some(n) = o.sessions {
             if n == 0 {
@@ -342,6 +363,7 @@ impl ReplaySpec {
         ReplaySpec {
             log: log.to_path_buf(),
             format: None,
+            line_prefix: None,
             sessions: None,
             from: None,
             to: None,
