@@ -5,7 +5,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT := DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get
 CARGO ?= cargo
 
-.PHONY: demo demo-quick test test-busy deps test-deps build bench clean
+.PHONY: demo demo-quick test test-busy deps test-deps build bench clean man install uninstall
 
 ## Install the MariaDB server, sysbench, and PostgreSQL 15 with pgaudit and contrib
 ## (auto_explain, pg_stat_statements, pgbench) when missing (Debian/Ubuntu). The PostgreSQL
@@ -69,6 +69,31 @@ test-busy:
 bench: deps build
 	bash bench/vs-sysbench.sh
 	bash bench/vs-pgbench.sh
+
+## The man pages (dbtax.1, dbtax-run.1, …), made from the same definitions as --help.
+man: build
+	./target/release/dbtax man --dir target/man
+
+## The binary, the man pages and the bash, zsh and fish completions, where a Debian user
+## expects them: `make install` (as root) or `make install PREFIX=$HOME/.local`.
+PREFIX ?= /usr/local
+BINDIR := $(DESTDIR)$(PREFIX)/bin
+MANDIR := $(DESTDIR)$(PREFIX)/share/man/man1
+install: build
+	install -d $(BINDIR) $(MANDIR) $(DESTDIR)$(PREFIX)/share/bash-completion/completions \
+	  $(DESTDIR)$(PREFIX)/share/zsh/vendor-completions $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
+	install -m 755 target/release/dbtax $(BINDIR)/dbtax
+	./target/release/dbtax man --dir $(MANDIR)
+	./target/release/dbtax completions bash > $(DESTDIR)$(PREFIX)/share/bash-completion/completions/dbtax
+	./target/release/dbtax completions zsh > $(DESTDIR)$(PREFIX)/share/zsh/vendor-completions/_dbtax
+	./target/release/dbtax completions fish > $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/dbtax.fish
+	@echo "installed dbtax in $(BINDIR), its man pages in $(MANDIR) (man dbtax), completions for bash, zsh and fish"
+
+uninstall:
+	rm -f $(BINDIR)/dbtax $(MANDIR)/dbtax.1 $(MANDIR)/dbtax-*.1 \
+	  $(DESTDIR)$(PREFIX)/share/bash-completion/completions/dbtax \
+	  $(DESTDIR)$(PREFIX)/share/zsh/vendor-completions/_dbtax \
+	  $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/dbtax.fish
 
 clean:
 	$(CARGO) clean

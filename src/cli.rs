@@ -103,6 +103,19 @@ change and restored at exit, on error and on Ctrl-C; `dbtax restore` after a kil
   dbtax run --feature slow-log --agents ssh://client1,ssh://client2 --target 'mysql://u:pw@db:3306/'
   dbtax agent --stdio      what the coordinator runs on each agent host")]
     Agent(AgentCmdArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    #[command(after_help = "Examples:
+  dbtax completions bash > ~/.local/share/bash-completion/completions/dbtax
+  dbtax completions zsh > ~/.zfunc/_dbtax
+  dbtax completions fish > ~/.config/fish/completions/dbtax.fish
+  make install          the binary, the man page and the bash, zsh and fish completions")]
+    Completions(CompletionsArgs),
+    /// Print the man page (roff), made from the same definitions as --help.
+    #[command(after_help = "Examples:
+  dbtax man > dbtax.1 && man ./dbtax.1
+  dbtax man run > dbtax-run.1
+  dbtax man --dir target/man          every page")]
+    Man(ManArgs),
     /// Put back every setting an interrupted run changed (after kill -9 or a crash).
     #[command(after_help = "Examples:
   dbtax restore --target 'mysql://root:pw@127.0.0.1:3306/'
@@ -114,6 +127,7 @@ change and restored at exit, on error and on Ctrl-C; `dbtax restore` after a kil
 
 /// Where the server is, and how to start a managed one.
 #[derive(Debug, Args, Clone)]
+#[command(next_help_heading = "Target")]
 pub struct TargetArgs {
     /// managed:mariadb or managed:postgres (a throwaway server), mysql://user:pass@host:port/db,
     /// mysql://user@localhost/db?socket=/path/mysqld.sock, postgres://user:pass@host:port/db
@@ -147,6 +161,7 @@ pub struct TargetArgs {
 
 /// What the clients do.
 #[derive(Debug, Args, Clone)]
+#[command(next_help_heading = "Workload")]
 pub struct WorkloadArgs {
     /// Workload.
     #[arg(long, short = 'w', value_parser = workload_kind())]
@@ -173,53 +188,58 @@ pub struct WorkloadArgs {
     /// Replay a captured log as the workload (implies --workload replay): a MariaDB/MySQL
     /// general or slow log, or a PostgreSQL stderr log (%c or %p in log_line_prefix),
     /// csvlog or JSON log (jsonlog, CloudNativePG, a Cloud SQL export). Statements that change data run only with --replay-writes
-    #[arg(long, value_name = "FILE")]
+    #[arg(help_heading = "Replay", long, value_name = "FILE")]
     pub log: Option<PathBuf>,
     /// The log's format when it cannot be told from its first lines: general, slow,
     /// postgres (stderr), csvlog, jsonlog
-    #[arg(long, value_name = "FORMAT")]
+    #[arg(help_heading = "Replay", long, value_name = "FORMAT")]
     pub log_format: Option<String>,
     /// PostgreSQL's log_line_prefix as the server has it (SHOW log_line_prefix), when the
     /// lines' own is not recognised: '%t [%p]: [%l-1] user=%u,db=%d ' (PostgreSQL's escapes;
     /// the session is %c, else %p)
-    #[arg(long, value_name = "PREFIX")]
+    #[arg(help_heading = "Replay", long, value_name = "PREFIX")]
     pub log_line_prefix: Option<String>,
     /// Replay only the busiest N sessions of the slice
-    #[arg(long, value_name = "N")]
+    #[arg(help_heading = "Replay", long, value_name = "N")]
     pub sessions: Option<u32>,
     /// Start the slice here: an offset from the log's start (90s, 5m) or a time as the log
     /// writes it ('2026-12-01 10:00:00')
-    #[arg(long, value_name = "TIME")]
+    #[arg(help_heading = "Replay", long, value_name = "TIME")]
     pub from: Option<String>,
     /// End the slice here at the latest (same forms as --from)
-    #[arg(long, value_name = "TIME")]
+    #[arg(help_heading = "Replay", long, value_name = "TIME")]
     pub to: Option<String>,
     /// asap: each client's next statement once the last is answered (throughput overhead);
     /// recorded: each statement at its recorded time (latency added, as --rate); 2x: twice
     /// as fast as recorded
-    #[arg(long, value_name = "asap|recorded|Nx")]
+    #[arg(help_heading = "Replay", long, value_name = "asap|recorded|Nx")]
     pub pace: Option<String>,
     /// Replay statements that change data or schema too (each trial changes what the next
     /// reads): on a managed target, or with --i-understand-writes
-    #[arg(long)]
+    #[arg(help_heading = "Replay", long)]
     pub replay_writes: bool,
     /// Allow --replay-writes on a server dbtax did not start (results.json records it)
-    #[arg(long)]
+    #[arg(help_heading = "Replay", long)]
     pub i_understand_writes: bool,
     /// At most this many statements in the slice (default 200000)
-    #[arg(long, value_name = "N")]
+    #[arg(help_heading = "Replay", long, value_name = "N")]
     pub max_statements: Option<u64>,
     /// The login the replaying clients use, one that may only read: a user of yours (its
     /// password in $DBTAX_REPLAY_PASSWORD; checked to hold no more than SELECT), or
     /// `temporary`: dbtax creates one with read privileges only, journaled, and drops it at
     /// the end (and `dbtax restore` does after a kill). Default on a managed target:
     /// temporary; required on any other unless --replay-writes
-    #[arg(long, value_name = "USER|temporary")]
+    #[arg(help_heading = "Replay", long, value_name = "USER|temporary")]
     pub replay_user: Option<String>,
     /// Stored functions or procedures a replayed statement may call, by name (name or
     /// schema.name, comma-separated); a call of any other function dbtax does not know to
     /// only read is skipped and counted
-    #[arg(long, value_name = "NAME,...", value_delimiter = ',')]
+    #[arg(
+        help_heading = "Replay",
+        long,
+        value_name = "NAME,...",
+        value_delimiter = ','
+    )]
     pub replay_functions: Vec<String>,
 }
 
@@ -268,6 +288,7 @@ pub struct AgentCmdArgs {
 
 /// Load from other hosts (agents) instead of this process.
 #[derive(Debug, Args, Clone, Default)]
+#[command(next_help_heading = "Load")]
 pub struct AgentArgs {
     /// Client hosts that generate the load: ssh://[user@]host[:port], comma-separated or
     /// repeated; `local` runs an agent here. Threads (and a rate) are split evenly, or by
@@ -286,6 +307,7 @@ pub struct AgentArgs {
 
 /// How this process's own clients run.
 #[derive(Debug, Args, Clone, Default)]
+#[command(next_help_heading = "Load")]
 pub struct ClientArgs {
     /// Drive the connections from N threads, each multiplexing its share through epoll
     /// (pgbench's model); 0: one thread per connection. Default: one thread for a single
@@ -296,6 +318,7 @@ pub struct ClientArgs {
 
 /// Open loop: a fixed rate instead of as fast as the server answers.
 #[derive(Debug, Args, Clone, Default)]
+#[command(next_help_heading = "Load")]
 pub struct RateArgs {
     /// Open loop at R events per second in total (e.g. 2000), or a share of the capacity that
     /// dbtax measures first in closed loop (50%); `run` takes a list (25%,50%,80%). Latency is
@@ -315,115 +338,126 @@ pub struct RateArgs {
 /// `dbtax run`.
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// Experiment file (TOML). Flags override its fields.
-    #[arg(conflicts_with = "preset")]
-    pub file: Option<PathBuf>,
-    /// Run a preset (see `dbtax presets`). Flags override its fields.
-    #[arg(long, short = 'p')]
-    pub preset: Option<String>,
-    /// The experiment's name (results folder, report title); default: the file's, the
-    /// preset's, or made from the variants (`general-log-slow-log-vs-off`).
-    #[arg(long)]
-    pub name: Option<String>,
-    /// With --preset: a small version that takes about two minutes.
-    #[arg(long, requires = "preset", conflicts_with = "full")]
-    pub quick: bool,
-    /// With --preset: the study's whole thread range.
-    #[arg(long, requires = "preset")]
-    pub full: bool,
-    /// Run the same experiment on a second target and compare (as study 000 compared servers).
-    #[arg(long, value_name = "T2")]
-    pub compare_target: Option<String>,
-    /// Restart-only settings on a server dbtax does not manage: a shell command that restarts
-    /// it with the options in $DBTAX_SERVER_OPTS and returns when it is up.
-    #[arg(long, value_name = "CMD")]
-    pub restart_cmd: Option<String>,
     #[command(flatten)]
     pub target: TargetArgs,
     #[command(flatten)]
     pub workload: WorkloadArgs,
+    /// Experiment file (TOML). Flags override its fields.
+    #[arg(help_heading = "Experiment", conflicts_with = "preset")]
+    pub file: Option<PathBuf>,
+    /// Run a preset (see `dbtax presets`). Flags override its fields.
+    #[arg(help_heading = "Experiment", long, short = 'p')]
+    pub preset: Option<String>,
+    /// The experiment's name (results folder, report title); default: the file's, the
+    /// preset's, or made from the variants (`general-log-slow-log-vs-off`).
+    #[arg(help_heading = "Experiment", long)]
+    pub name: Option<String>,
+    /// With --preset: a small version that takes about two minutes.
+    #[arg(
+        help_heading = "Experiment",
+        long,
+        requires = "preset",
+        conflicts_with = "full"
+    )]
+    pub quick: bool,
+    /// With --preset: the study's whole thread range.
+    #[arg(help_heading = "Experiment", long, requires = "preset")]
+    pub full: bool,
+    /// Run the same experiment on a second target and compare (as study 000 compared servers).
+    #[arg(help_heading = "Target", long, value_name = "T2")]
+    pub compare_target: Option<String>,
+    /// Restart-only settings on a server dbtax does not manage: a shell command that restarts
+    /// it with the options in $DBTAX_SERVER_OPTS and returns when it is up.
+    #[arg(help_heading = "Target", long, value_name = "CMD")]
+    pub restart_cmd: Option<String>,
     /// A catalog feature to compare against off (repeatable; one variant each).
-    #[arg(long = "feature", short = 'f', value_name = "NAME")]
+    #[arg(
+        help_heading = "Experiment",
+        long = "feature",
+        short = 'f',
+        value_name = "NAME"
+    )]
     pub features: Vec<String>,
     /// Thread counts, e.g. 1,4,16,64.
-    #[arg(long, value_delimiter = ',', allow_negative_numbers = true,
+    #[arg(help_heading = "Experiment", long, value_delimiter = ',', allow_negative_numbers = true,
           value_parser = crate::units::threads)]
     pub threads: Option<Vec<u32>>,
     /// Measured time per trial.
-    #[arg(long, value_parser = crate::units::duration)]
+    #[arg(help_heading = "Experiment", long, value_parser = crate::units::duration)]
     pub trial: Option<Duration>,
     /// Each trial runs exactly N statements (split over the clients) and is timed, instead
     /// of running for --trial: with a replay, every trial the same statements
-    #[arg(long, value_name = "N")]
+    #[arg(help_heading = "Experiment", long, value_name = "N")]
     pub queries_per_trial: Option<u64>,
     /// The longest settle after each switch, before measuring: the warm-up ends sooner, once
     /// the throughput of successive 100 ms windows shows no trend (never before 0.3 s). Default 1s.
-    #[arg(long, value_parser = crate::units::duration)]
+    #[arg(help_heading = "Experiment", long, value_parser = crate::units::duration)]
     pub warmup: Option<Duration>,
-    /// Blocks per thread count (every variant once per block, in random order).
-    #[arg(long, conflicts_with = "precision")]
+    /// Repeats of each variant per thread count: a block runs every variant once in a random
+    /// order (with two variants a block is ABBA or BAAB, two repeats).
+    #[arg(help_heading = "Statistics", long, conflicts_with = "precision")]
     pub repeats: Option<u32>,
     /// Add blocks until every 95% CI half-width is at most P percentage points (or --budget).
-    #[arg(long, value_name = "P")]
+    #[arg(help_heading = "Statistics", long, value_name = "P")]
     pub precision: Option<f64>,
     /// Time budget for --precision, e.g. 3m.
-    #[arg(long, value_parser = crate::units::duration)]
+    #[arg(help_heading = "Statistics", long, value_parser = crate::units::duration)]
     pub budget: Option<Duration>,
     /// Stop before the log files grow by more than this many bytes (e.g. 2G, 500M).
-    #[arg(long, value_parser = crate::units::bytes)]
+    #[arg(help_heading = "Safety", long, value_parser = crate::units::bytes)]
     pub max_log_bytes: Option<u64>,
     /// On a server that is not on this machine, switch features that write a log file
     /// anyway: dbtax cannot watch that file's size there (no disk guard, no log bytes per
     /// query); results.json records that you accepted it
-    #[arg(long)]
+    #[arg(help_heading = "Safety", long)]
     pub unguarded_logs: bool,
     /// A block in which other processes (not the server, not dbtax) used more CPU than this
     /// on the server's or this host, in percent of one core, is left out of every figure
     /// and run again (default 10; "off" keeps every block)
-    #[arg(long, value_name = "PCT|off", value_parser = crate::units::disturbance)]
+    #[arg(help_heading = "Safety", long, value_name = "PCT|off", value_parser = crate::units::disturbance)]
     pub max_disturbance: Option<crate::units::Limit>,
     /// The database's host, when the server is not on this machine: dbtax starts
     /// `dbtax agent --stdio` there through ssh (as for --agents; --agent-bin names the
     /// binary, `copy` copies this one), which reads the server's CPU, the log files' sizes
     /// and room, and the other processes' CPU there: server CPU per query, log bytes per
     /// query and the disk guard, as for a local server
-    #[arg(long, value_name = "ssh://[user@]host[:port]")]
+    #[arg(help_heading = "Target", long, value_name = "ssh://[user@]host[:port]")]
     pub server_host: Option<String>,
     /// How long the probe on --server-host may stay silent before the run stops (its
     /// results kept, its settings put back, a log feature switched off first); a reading
     /// later than 15 s costs only its trial, which is run again (default 60s)
-    #[arg(long, value_name = "TIME", value_parser = crate::units::duration)]
+    #[arg(help_heading = "Safety", long, value_name = "TIME", value_parser = crate::units::duration)]
     pub probe_silence: Option<std::time::Duration>,
-    /// Output directory (default ./dbtax-results/<timestamp>-<name>/).
-    #[arg(long, short = 'o')]
-    pub out: Option<PathBuf>,
-    /// Seed for the trial order (default: from the clock; results.json records it, so a run
-    /// can be replayed).
-    #[arg(long)]
-    pub seed: Option<u64>,
-    /// The thread count the headline is about (default: the highest); fixed before the run,
-    /// never picked from the results.
-    #[arg(long, value_name = "N")]
-    pub headline_threads: Option<u32>,
-    /// The cost below which a feature is negligible to you, in percent (e.g. 2%): when the
-    /// interval spans zero, the words say whether its upper end is below it. Default: an
-    /// interval wholly within ±2% is called negligible
-    #[arg(long, value_name = "PCT", value_parser = crate::units::percent)]
-    pub negligible: Option<f64>,
-    /// Skip the warm-up round (every variant once at every thread count, not counted).
-    #[arg(long)]
-    pub no_warmup_round: bool,
     #[command(flatten)]
     pub open: RateArgs,
     #[command(flatten)]
     pub agents: AgentArgs,
     #[command(flatten)]
     pub clients: ClientArgs,
+    /// Output directory (default ./dbtax-results/<timestamp>-<name>/).
+    #[arg(help_heading = "Output", long, short = 'o')]
+    pub out: Option<PathBuf>,
+    /// Seed for the trial order (default: from the clock; results.json records it, so a run
+    /// can be replayed).
+    #[arg(help_heading = "Statistics", long)]
+    pub seed: Option<u64>,
+    /// The thread count the headline is about (default: the highest); fixed before the run,
+    /// never picked from the results.
+    #[arg(help_heading = "Statistics", long, value_name = "N")]
+    pub headline_threads: Option<u32>,
+    /// The cost below which a feature is negligible to you, in percent (e.g. 2%): when the
+    /// interval spans zero, the words say whether its upper end is below it. Default: an
+    /// interval wholly within ±2% is called negligible
+    #[arg(help_heading = "Statistics", long, value_name = "PCT", value_parser = crate::units::percent)]
+    pub negligible: Option<f64>,
+    /// Skip the warm-up round (a block at every thread count first, not counted).
+    #[arg(help_heading = "Statistics", long)]
+    pub no_warmup_round: bool,
     /// Print the plan and the exact statements; change nothing.
-    #[arg(long)]
+    #[arg(help_heading = "Output", long)]
     pub dry_run: bool,
     /// Print results.json to stdout instead of the table.
-    #[arg(long)]
+    #[arg(help_heading = "Output", long)]
     pub json: bool,
 }
 
@@ -525,4 +559,21 @@ pub struct FsyncArgs {
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+/// `dbtax completions`.
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell.
+    pub shell: clap_complete::Shell,
+}
+
+/// `dbtax man`.
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// A subcommand's page (dbtax-run(1)); default: dbtax(1).
+    pub command: Option<String>,
+    /// Write every page into this folder instead (dbtax.1, dbtax-run.1, …).
+    #[arg(long, value_name = "DIR", conflicts_with = "command")]
+    pub dir: Option<PathBuf>,
 }

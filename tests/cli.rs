@@ -639,3 +639,56 @@ fn each_setting_is_declared_once_besides_its_flag() {
         assert!(places[0].contains("experiment/spec.rs"), "{places:?}");
     }
 }
+
+#[test]
+fn help_is_grouped_and_completions_and_man_pages_come_from_the_same_definitions() {
+    let help = dbtax().args(["run", "--help"]).output().unwrap();
+    let help = String::from_utf8_lossy(&help.stdout);
+    let headings: Vec<&str> = help
+        .lines()
+        .filter(|l| l.ends_with(':') && !l.starts_with(' '))
+        .collect();
+    assert_eq!(
+        headings,
+        [
+            "Options:",
+            "Target:",
+            "Workload:",
+            "Replay:",
+            "Experiment:",
+            "Statistics:",
+            "Safety:",
+            "Load:",
+            "Output:",
+            "Examples:"
+        ],
+        "{help}"
+    );
+    let bash = dbtax().args(["completions", "bash"]).output().unwrap();
+    assert!(bash.status.success());
+    let script = write("dbtax.bash", &String::from_utf8_lossy(&bash.stdout));
+    let checked = std::process::Command::new("bash")
+        .arg("-n")
+        .arg(&script)
+        .status()
+        .unwrap();
+    assert!(checked.success(), "bash -n accepts the completion script");
+    assert!(String::from_utf8_lossy(&bash.stdout).contains("--log-line-prefix"));
+    let pages = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("man");
+    let made = dbtax()
+        .args(["man", "--dir", pages.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(made.status.success(), "{made:?}");
+    let run = std::fs::read_to_string(pages.join("dbtax-run.1")).unwrap();
+    assert!(
+        run.starts_with(".ie") || run.contains(".TH dbtax-run 1"),
+        "{run}"
+    );
+    assert!(
+        run.contains("log\\-line\\-prefix"),
+        "every flag is on the page"
+    );
+    assert!(pages.join("dbtax.1").exists());
+    fails_with_usage(&["man", "nope"], "no subcommand 'nope'");
+}

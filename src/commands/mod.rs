@@ -5,6 +5,7 @@
 pub mod bench;
 pub mod compare;
 pub mod demo;
+pub mod docs;
 pub mod features;
 pub mod fsync;
 pub mod presets;
@@ -29,5 +30,7 @@ pub fn dispatch(cli: Cli) -> Result<()> {
         Command::Presets => presets::run(),
         Command::Agent(args) => crate::agent::serve::serve_stdio(args.remove_binary),
         Command::Fsync(args) => fsync::run(args),
+        Command::Completions(args) => docs::completions(args.shell),
+        Command::Man(args) => docs::man(args.command.as_deref(), args.dir.as_deref()),
     }
 }
