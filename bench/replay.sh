@@ -23,4 +23,4 @@ echo "captured: $(du -h "$LOG" | cut -f1) of slow log in $SECS s"
 "$DBTAX" run --target "mysql://root@localhost/dbtax_replay?socket=$SOCK" --log "$LOG" --replay-user temporary \
   --feature general-log --feature audit --threads 4 --repeats "${REPEATS:-8}" \
   --queries-per-trial "${QUERIES:-40000}" --out "$OUT" ${DBTAX_ARGS:-}
-[ -n "${KEEP:-}" ] && cp -r "$OUT" "$KEEP"
+if [ -n "${KEEP:-}" ]; then cp -r "$OUT" "$KEEP"; fi

@@ -5,7 +5,7 @@
 //! draws), prints its rate, and asserts it within a stated window. 400 runs give a binomial
 //! sd of 1.1 points at 95%, so the windows [92%, 98%] are about ±2.7 sd.
 //!
-//! `cargo test --test statistics -- --nocapture` prints every figure the README quotes.
+//! `cargo test --test statistics -- --nocapture` prints every figure docs/method.md quotes.
 //! `round2` holds the scenarios an independent audit found the method failing in (carry-over
 //! by preceding variant or over two trials under the precision rule, the robust wording
 //! outside Holm, t(2) noise, stalls in any variant, a step change, interactions).

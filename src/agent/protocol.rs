@@ -412,7 +412,7 @@ mod tests {
                 all.value_at_quantile(q)
             );
         }
-        // What one agent's histogram costs on the wire (README: "bytes per histogram").
+        // What one agent's histogram costs on the wire (docs/guide.md, "Scale": the bytes a histogram costs).
         let wire = encode_histogram(&all).unwrap().len();
         println!("a histogram of 60,000 latencies spread over 2 decades: {wire} bytes as sent");
         assert!(wire < 20_000, "{wire}");

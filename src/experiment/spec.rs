@@ -241,7 +241,7 @@ experiment! {
         /// Thread counts.
         threads: Vec<u32> = vec![1, 4, 16, 64], file file_value::plain;
         /// Measured time per trial. Short adjacent trials pair better than long ones on a
-        /// drifting machine (bench/precision.sh; README "How precise can it be here?").
+        /// drifting machine (bench/precision.sh; docs/method.md, "How precise can it be here?").
         trial: Duration = Duration::from_secs(1), file file_value::duration;
         /// The longest settle after each switch (it ends sooner once the throughput of
         /// successive 100 ms windows shows no trend: load::settle).

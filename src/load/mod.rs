@@ -34,7 +34,7 @@ pub enum Execution {
 }
 
 /// Connections from which the event loop wins when nothing is asked. Measured against
-/// pgbench (README, "Against pgbench"): one thread per connection spends less per
+/// pgbench (docs/benchmarks.md, "Against pgbench"): one thread per connection spends less per
 /// transaction with one connection (no epoll call between the write and the read), the
 /// event loop from 8 up (at 8, 0.88× pgbench's CPU against 1.22–1.31×).
 pub const EVENT_LOOP_FROM: usize = 2;

@@ -1,4 +1,4 @@
-//! results.csv: one row per trial, stable column names (documented in the README).
+//! results.csv: one row per trial, stable column names (documented in docs/guide.md, "Output").
 
 use crate::results::Results;
 

@@ -205,7 +205,7 @@ pub fn a_damaged_local_journal_falls_back_to_the_servers_copy(ctx: &Ctx) {
 /// Root's run in its schema is killed -9; user `half` can see that schema's journal table
 /// but not read it, and would have run (and journaled) on a server with root's settings
 /// left: refused, naming the table. (A user with no privilege at all on that schema cannot
-/// even see it on MySQL-family servers; the README says so.)
+/// even see it on MySQL-family servers; docs/safety.md says so.)
 pub fn a_journal_table_the_user_cannot_read_is_refused(ctx: &Ctx) {
     let originals = ctx.originals();
     let out = ctx.work.join("half-root");
