@@ -34,34 +34,34 @@ fn slug(heading: &str) -> String {
         .collect()
 }
 
-/// The headings' anchors of a markdown file (outside code blocks).
-fn anchors(text: &str) -> Vec<String> {
+/// A markdown file's lines with their numbers (from 1), outside fenced code blocks or inside
+/// them (`code`), the fences themselves left out.
+fn lines(text: &str, code: bool) -> Vec<(usize, &str)> {
     let mut fenced = false;
     let mut out = vec![];
-    for line in text.lines() {
+    for (n, line) in text.lines().enumerate() {
         if line.starts_with("```") {
             fenced = !fenced;
-            continue;
-        }
-        if !fenced && line.starts_with('#') {
-            out.push(slug(line.trim_start_matches('#')));
+        } else if fenced == code {
+            out.push((n + 1, line));
         }
     }
     out
 }
 
+/// The headings' anchors of a markdown file.
+fn anchors(text: &str) -> Vec<String> {
+    lines(text, false)
+        .into_iter()
+        .filter(|(_, l)| l.starts_with('#'))
+        .map(|(_, l)| slug(l.trim_start_matches('#')))
+        .collect()
+}
+
 /// Every `[text](target)` outside code blocks.
 fn links(text: &str) -> Vec<String> {
-    let mut fenced = false;
     let mut out = vec![];
-    for line in text.lines() {
-        if line.starts_with("```") {
-            fenced = !fenced;
-            continue;
-        }
-        if fenced {
-            continue;
-        }
+    for (_, line) in lines(text, false) {
         let mut rest = line;
         while let Some(i) = rest.find("](") {
             let after = &rest[i + 2..];
@@ -105,7 +105,10 @@ fn every_relative_link_resolves() {
         }
     }
     assert!(broken.is_empty(), "broken links:\n{}", broken.join("\n"));
-    assert!(checked > 10, "the pages link to each other: {checked} links");
+    assert!(
+        checked > 10,
+        "the pages link to each other: {checked} links"
+    );
 }
 
 /// Split a shell command line into words (single and double quotes, backslash escapes);
@@ -148,36 +151,28 @@ fn words(line: &str) -> Vec<String> {
 /// examples write it).
 fn commands(page: &Path) -> Vec<(String, Vec<String>)> {
     let text = std::fs::read_to_string(page).unwrap();
-    let mut fenced = false;
     let mut out = vec![];
     let mut pending: Option<(usize, String)> = None;
-    for (n, line) in text.lines().enumerate() {
-        if line.starts_with("```") {
-            fenced = !fenced;
-            continue;
-        }
-        if !fenced {
-            continue;
-        }
+    for (n, line) in lines(&text, true) {
         let line = line.trim_start().trim_start_matches("$ ");
-        let joined = match pending.take() {
+        let (at, joined) = match pending.take() {
             Some((at, before)) => (at, format!("{before} {line}")),
             None if line.starts_with("dbtax ") || line.starts_with("./target/release/dbtax ") => {
-                (n + 1, line.to_string())
+                (n, line.to_string())
             }
             None => continue,
         };
-        if let Some(stripped) = joined.1.strip_suffix('\\') {
-            pending = Some((joined.0, stripped.to_string()));
+        if let Some(stripped) = joined.strip_suffix('\\') {
+            pending = Some((at, stripped.to_string()));
             continue;
         }
         // "dbtax demo --quick    what it does": the description after a run of spaces.
-        let cmd = joined.1.split("   ").next().unwrap_or("").trim().to_string();
+        let cmd = joined.split("   ").next().unwrap_or("").trim().to_string();
         let mut w = words(&cmd);
         if let Some(first) = w.first_mut() {
             *first = "dbtax".into();
         }
-        out.push((format!("{}:{}", page.display(), joined.0), w));
+        out.push((format!("{}:{at}", page.display()), w));
     }
     out
 }
@@ -197,7 +192,11 @@ fn every_command_shown_parses() {
             }
         }
     }
-    assert!(bad.is_empty(), "commands that do not parse:\n{}", bad.join("\n"));
+    assert!(
+        bad.is_empty(),
+        "commands that do not parse:\n{}",
+        bad.join("\n")
+    );
     assert!(parsed > 20, "the pages show commands: {parsed}");
 }
 
@@ -205,5 +204,8 @@ fn every_command_shown_parses() {
 fn the_front_page_is_short() {
     let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
     let lines = readme.lines().count();
-    assert!(lines <= 420, "README.md is {lines} lines: the depth goes in docs/");
+    assert!(
+        lines <= 420,
+        "README.md is {lines} lines: the depth goes in docs/"
+    );
 }

@@ -130,6 +130,14 @@ fn rate_within(what: &str, k: usize, n: usize, (lo, hi): (f64, f64)) -> f64 {
     rate
 }
 
+/// v1's mean 95% half-width at 8 threads over the runs, points.
+fn mean_half_width(runs: &[Run]) -> f64 {
+    runs.iter()
+        .map(|r| half_width(cell(r, "v1", 8).overhead.as_ref().unwrap()))
+        .sum::<f64>()
+        / runs.len() as f64
+}
+
 /// Coverage of variant `v`'s true overhead over the runs, at one thread count.
 fn coverage_of(runs: &[Run], v: usize, truth: impl Fn(&Run) -> f64) -> usize {
     runs.iter()

@@ -69,13 +69,6 @@ fn a_steady_load_of_other_processes_is_not_a_disturbance() {
     assert!(low >= 60.0, "a typical level under the background: {low}");
 }
 
-fn mean_half_width(runs: &[Run]) -> f64 {
-    runs.iter()
-        .map(|r| half_width(cell(r, "v1", 8).overhead.as_ref().unwrap()))
-        .sum::<f64>()
-        / runs.len() as f64
-}
-
 #[test]
 fn disturbed_blocks_are_excluded_whole_and_run_again() {
     let kept = disturbed_runs(None);

@@ -24,13 +24,6 @@ fn lasting(sim: &mut SimulatedServer) {
     sim.carry_lag2 = vec![0.0, 0.05];
 }
 
-fn mean_half_width(runs: &[Run]) -> f64 {
-    runs.iter()
-        .map(|r| half_width(cell(r, "v1", 8).overhead.as_ref().unwrap()))
-        .sum::<f64>()
-        / runs.len() as f64
-}
-
 #[test]
 fn two_variants_with_a_carry_over_lasting_two_trials_are_covered_by_the_new_blocks_only() {
     let truth = [0.0, 0.05];
