@@ -65,8 +65,12 @@ compare() { # name log peer-command…
   done
   local ma mbx
   ma=$(printf '%s\n' "${a[@]}" | median); mbx=$(printf '%s\n' "${b[@]}" | median)
-  rss=$( { /usr/bin/time -f '%M' "$DBTAX" run --log "$log" --feature general-log --dry-run \
-      --max-statements 100000000 --replay-user temporary --target "$TARGET" >/dev/null 2>/dev/null; } 2>&1 | tail -1)
+  # Once more, for dbtax's peak RSS and what it read (a dry run that refused would be fast).
+  /usr/bin/time -o "$DIR/rss" -f '%M' "$DBTAX" run --log "$log" --feature general-log --dry-run \
+      --max-statements 100000000 --replay-user temporary --target "$TARGET" >"$DIR/dry.txt" 2>&1 \
+    || { echo "dbtax's dry run of $log failed:" >&2; cat "$DIR/dry.txt" >&2; exit 1; }
+  rss=$(tail -1 "$DIR/rss")
+  grep -m1 '^  replay ' "$DIR/dry.txt" | cut -c1-110
   printf '%-9s %7.1f MB  %-16s %7.2f s (%6.1f MB/s)  dbtax %6.2f s (%6.1f MB/s)  ×%.1f  dbtax peak RSS %d MB\n' \
     "$name" "$mb" "$1" "$ma" "$(echo "$mb / $ma" | bc -l)" "$mbx" "$(echo "$mb / $mbx" | bc -l)" \
     "$(echo "$ma / $mbx" | bc -l)" "$((rss / 1024))"
@@ -75,4 +79,5 @@ echo "medians of $ROUNDS runs each, in turn; readers on the load's CPUs"
 TARGET="mysql://root@localhost/sbtest?socket=$SOCK"
 compare slow "$SLOW" pt-query-digest
 TARGET="postgres://postgres@/postgres?host=$PGDIR"
-compare postgres "$PGLOG" pgbadger -q -x text -o /dev/null --prefix "%m [%p] "
+# (pgbadger replaces its output file: never give it /dev/null.)
+compare postgres "$PGLOG" pgbadger -q -x text -o "$DIR/pgbadger.txt" --prefix "%m [%p] "
