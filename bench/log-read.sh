@@ -18,12 +18,7 @@ done
 # shellcheck source=bench/server.sh
 source bench/server.sh
 SLOW=$DIR/slow.log
-mariadb -S "$SOCK" -uroot -e "SET GLOBAL slow_query_log_file = '$SLOW'; \
-  SET GLOBAL long_query_time = 0; SET GLOBAL slow_query_log = ON"
-"${LOAD_PIN[@]}" sysbench oltp_read_only --db-driver=mysql --mysql-socket="$SOCK" \
-  --mysql-user=root --mysql-db=sbtest --tables=4 --table-size=100000 --threads=4 \
-  --time="$SECS" run >/dev/null
-mariadb -S "$SOCK" -uroot -e "SET GLOBAL slow_query_log = OFF; SET GLOBAL long_query_time = 10"
+capture_slow_log "$SLOW" "$SECS"
 
 # PostgreSQL: a private cluster (as the postgres user when root), stopped by its pid.
 BIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)

@@ -13,12 +13,7 @@ SECS=${1:-10}
 source bench/server.sh
 LOG=$DIR/capture-slow.log
 OUT=${OUT:-$DIR/replay}
-mariadb -S "$SOCK" -uroot -e "SET GLOBAL slow_query_log_file = '$LOG'; \
-  SET GLOBAL long_query_time = 0; SET GLOBAL slow_query_log = ON"
-"${LOAD_PIN[@]}" sysbench oltp_read_only --db-driver=mysql --mysql-socket="$SOCK" \
-  --mysql-user=root --mysql-db=sbtest --tables=4 --table-size=100000 --threads=4 \
-  --time="$SECS" run >/dev/null
-mariadb -S "$SOCK" -uroot -e "SET GLOBAL slow_query_log = OFF; SET GLOBAL long_query_time = 10"
+capture_slow_log "$LOG" "$SECS"
 echo "captured: $(du -h "$LOG" | cut -f1) of slow log in $SECS s"
 "$DBTAX" run --target "mysql://root@localhost/dbtax_replay?socket=$SOCK" --log "$LOG" --replay-user temporary \
   --feature general-log --feature audit --threads 4 --repeats "${REPEATS:-8}" \

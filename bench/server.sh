@@ -34,3 +34,14 @@ mariadb -S "$SOCK" -uroot -e 'CREATE DATABASE sbtest'
 SB=(sysbench oltp_point_select --db-driver=mysql --mysql-socket="$SOCK" --mysql-user=root
     --mysql-db=sbtest --tables=4 --table-size=100000 --rand-type=uniform ${SB_ARGS:-})
 "${SB[@]}" prepare >/dev/null
+
+# capture_slow_log FILE SECONDS: sysbench's oltp_read_only (4 threads) for SECONDS through the
+# slow log at long_query_time = 0 into FILE, then the slow log off again.
+capture_slow_log() {
+  mariadb -S "$SOCK" -uroot -e "SET GLOBAL slow_query_log_file = '$1'; \
+    SET GLOBAL long_query_time = 0; SET GLOBAL slow_query_log = ON"
+  "${LOAD_PIN[@]}" sysbench oltp_read_only --db-driver=mysql --mysql-socket="$SOCK" \
+    --mysql-user=root --mysql-db=sbtest --tables=4 --table-size=100000 --threads=4 \
+    --time="$2" run >/dev/null
+  mariadb -S "$SOCK" -uroot -e "SET GLOBAL slow_query_log = OFF; SET GLOBAL long_query_time = 10"
+}
