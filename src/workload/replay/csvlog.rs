@@ -2,7 +2,8 @@
 //! newlines and doubled quotes; the session is `session_id`, an execute's values are in the
 //! same record's `detail`. The messages mean what they mean in the stderr format (`pglog`).
 
-use super::pglog::{parse_parameters, pg_time, session_of_c, substitute, what_of};
+use super::pglog::{parse_parameters, substitute, what_of};
+use super::pgprefix::{pg_time, session_of_c};
 use super::{Entry, LogReader, Malformed, MalformedLines, What};
 use std::io::BufRead;
 

@@ -208,7 +208,7 @@ impl<R: BufRead> Read for AsStderr<R> {
 mod tests {
     use super::*;
     use crate::workload::replay::What;
-    use crate::workload::replay::pglog::session_of_c;
+    use crate::workload::replay::pgprefix::session_of_c;
 
     fn read(log: &str) -> (Vec<Entry>, usize) {
         let mut r = PgJsonLog::new(log.as_bytes());

@@ -4,6 +4,7 @@
 
 use super::*;
 use crate::workload::replay::csvlog::PgCsvLog;
+use crate::workload::replay::pgprefix::{pg_time, session_of_c};
 
 fn sqls(entries: &[Entry]) -> Vec<(u64, String)> {
     entries

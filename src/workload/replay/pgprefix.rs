@@ -1,13 +1,123 @@
-//! `--log-line-prefix`: the server's `log_line_prefix`, given by hand (as pgbadger's
-//! `--prefix`), read with PostgreSQL's own escapes. The common prefixes are recognised from
-//! a log's own lines (`pglog::read_prefix`); one that is not (a field that looks like another,
-//! an unusual order) is read exactly this way. Each escape takes the text up to the literal
+//! The prefix of PostgreSQL's stderr lines (`log_line_prefix`): the common prefixes are
+//! recognised from a log's own lines (`read_prefix`: the session, the database, the time),
+//! and the message split from them at its severity (`split_message`). With
+//! `--log-line-prefix` the server's `log_line_prefix`, given by hand (as pgbadger's
+//! `--prefix`), is read with PostgreSQL's own escapes (`Prefix`): a prefix that is not
+//! recognised (a field that looks like another, an unusual order) is read exactly. Each escape takes the text up to the literal
 //! that follows it (`%t [%p]: `: the time up to " [", the pid up to "]: "); `%p`, `%l`, `%x`
 //! take digits, `%c` a session id. The session is `%c` when the prefix has it, else `%p`;
 //! `%l` (a line number) never is.
 
 use crate::error::usage;
 use anyhow::Result;
+
+/// The severities a message line may carry.
+pub(super) const SEVERITIES: [&str; 18] = [
+    "LOG",
+    "ERROR",
+    "DETAIL",
+    "STATEMENT",
+    "HINT",
+    "CONTEXT",
+    "FATAL",
+    "WARNING",
+    "NOTICE",
+    "INFO",
+    "PANIC",
+    "QUERY",
+    "LOCATION",
+    "DEBUG",
+    "DEBUG1",
+    "DEBUG2",
+    "DEBUG3",
+    "DEBUG4",
+];
+
+/// A `YYYY-MM-DD HH:MM:SS[.fff] [zone]` time at the start of `s` (csvlog's, `%m`, `%t`), µs
+/// since the epoch, the zone ignored (only differences matter to a replay).
+pub fn pg_time(s: &str) -> Option<i64> {
+    let mut it = s.split_whitespace();
+    let (date, time) = (it.next()?, it.next()?);
+    if date.len() != 10 || date.as_bytes()[4] != b'-' {
+        return None;
+    }
+    super::mylog::parse_time(&format!("{date}T{time}"))
+}
+
+/// A session key from `%c` ("hex.hex": start time, process id).
+pub(super) fn session_of_c(token: &str) -> Option<u64> {
+    let (a, b) = token.split_once('.')?;
+    let hex = |s: &str| {
+        (!s.is_empty() && s.len() <= 12 && s.bytes().all(|c| c.is_ascii_hexdigit()))
+            .then(|| u64::from_str_radix(s, 16).ok())
+            .flatten()
+    };
+    Some((hex(a)? << 24) ^ hex(b)?)
+}
+
+/// The session, database and time a stderr line's prefix tells, whatever separates its
+/// escapes (spaces: the default `%m [%p] ` and Debian's; colons: RDS and Aurora's
+/// `%t:%r:%u@%d:[%p]:`; bars: pgreplay's `%m|%u|%d|%c|`). The session is `%c` when there,
+/// else the first bracketed process id (`[1234]`, `[1234]:`), never pgbadger's `[%l-1]` line
+/// number after it.
+pub(super) fn read_prefix(prefix: &str) -> (Option<u64>, Option<String>, Option<i64>) {
+    let tokens: Vec<&str> = prefix
+        .split(|c: char| c.is_whitespace() || c == '|' || c == ':')
+        .filter(|t| !t.is_empty())
+        .collect();
+    // %c: the session's start time (8 hex digits since 1978) and process id, "674c3a10.19b"
+    // (not a time's seconds, "00.123").
+    let mut session = tokens.iter().find_map(|t| {
+        let t = t.trim_matches(['[', ']']);
+        t.split_once('.')
+            .is_some_and(|(start, _)| start.len() >= 8)
+            .then(|| session_of_c(t))
+            .flatten()
+    });
+    if session.is_none() {
+        // %p: "[1234]" (Debian's default prefix, RDS's "…:[1234]:").
+        session = tokens.iter().skip(1).find_map(|t| {
+            let t = t.strip_prefix('[').and_then(|t| t.strip_suffix(']'))?;
+            let t = t.split('-').next()?;
+            t.parse::<u64>().ok()
+        });
+    }
+    // %u@%d ("app@shop"), or pgbadger's "user=app,db=shop".
+    let db = tokens
+        .iter()
+        .rev()
+        .find_map(|t| {
+            t.split(',')
+                .find_map(|kv| kv.strip_prefix("db="))
+                .or_else(|| t.rsplit_once('@').map(|(_, d)| d))
+        })
+        .map(|d| d.to_string())
+        .filter(|d| !d.is_empty() && d != "[unknown]");
+    (session, db, pg_time(prefix))
+}
+
+/// Where a stderr line's message starts: (prefix, severity, message). PostgreSQL writes two
+/// spaces after the severity; a line with one (a log rewritten by some tool) is read when
+/// no line of two is there.
+pub(super) fn split_message(line: &str) -> Option<(&str, &str, &str)> {
+    split_at(line, ":  ").or_else(|| split_at(line, ": "))
+}
+
+fn split_at<'a>(line: &'a str, after: &str) -> Option<(&'a str, &'a str, &'a str)> {
+    let mut from = 0;
+    while let Some(i) = line[from..].find(after) {
+        let at = from + i;
+        // The severity follows a space (`%m [%p] `), a colon (RDS's `…:[%p]:`) or a bar
+        // (pgreplay's `…|%c|`).
+        let word_start = line[..at].rfind([' ', ':', '|']).map_or(0, |s| s + 1);
+        let word = &line[word_start..at];
+        if SEVERITIES.contains(&word) {
+            return Some((&line[..word_start], word, &line[at + after.len()..]));
+        }
+        from = at + after.len();
+    }
+    None
+}
 
 /// A parsed `log_line_prefix`.
 #[derive(Debug, Clone, PartialEq)]
@@ -118,12 +228,12 @@ impl Prefix {
                     rest = &rest[end..];
                     match *e {
                         'p' => pid = value.parse::<u64>().ok(),
-                        'c' => session = super::pglog::session_of_c(value),
+                        'c' => session = session_of_c(value),
                         'd' => {
                             f.db = Some(value.trim().to_string())
                                 .filter(|d| !d.is_empty() && d != "[unknown]")
                         }
-                        'm' | 't' => f.at_us = super::pglog::pg_time(value),
+                        'm' | 't' => f.at_us = pg_time(value),
                         'n' => f.at_us = value.parse::<f64>().ok().map(|s| (s * 1e6) as i64),
                         _ => {}
                     }
@@ -152,7 +262,7 @@ fn time_len(s: &str) -> Option<usize> {
 
 /// Whether `s` starts with a severity and its colon.
 fn starts_with_severity(s: &str) -> bool {
-    super::pglog::SEVERITIES
+    SEVERITIES
         .iter()
         .any(|sev| s.strip_prefix(sev).is_some_and(|r| r.starts_with(':')))
 }
@@ -186,7 +296,7 @@ mod tests {
         let (f, rest) = c
             .read("2026-12-01 10:00:00.5 UTC 77 674c3a10.4d shopLOG:  statement: SELECT 2")
             .unwrap();
-        assert_eq!(f.session, super::super::pglog::session_of_c("674c3a10.4d"));
+        assert_eq!(f.session, session_of_c("674c3a10.4d"));
         assert_eq!(
             (f.db.as_deref(), rest),
             (Some("shop"), "LOG:  statement: SELECT 2")

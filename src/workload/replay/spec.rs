@@ -188,7 +188,7 @@ impl Mark {
         if let Ok(d) = crate::units::duration(t) {
             return Ok(Mark::After(d.as_micros() as i64));
         }
-        super::pglog::pg_time(t)
+        super::pgprefix::pg_time(t)
             .or_else(|| super::mylog::parse_time(t))
             .map(Mark::At)
             .ok_or_else(|| {
