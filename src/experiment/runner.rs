@@ -309,7 +309,7 @@ impl<'e> Loop<'e> {
         }
     }
 
-    /// Every variant once at every point, not counted.
+    /// A block at every point, not counted.
     fn warmup_round(&mut self, bench: &mut dyn Bench, observer: &mut dyn Observer) -> Result<()> {
         observer.status("warm-up round: a block at every thread count, not counted");
         for Block { point, order } in self.orders.round(&self.keys, &mut self.rng) {
