@@ -270,6 +270,7 @@ impl AgentReport {
             fatal: self.fatal.clone(),
             lost: self.lost,
             by_tag: vec![],
+            errors_by_tag: vec![],
             open: self
                 .open
                 .as_ref()
@@ -387,6 +388,7 @@ mod tests {
                 lost: u32::from(agent == 2),
                 open: None,
                 by_tag: vec![],
+                errors_by_tag: vec![],
             };
             let line = serde_json::to_string(&Reply::Report(Box::new(
                 AgentReport::new(&r, 1000, (1, 2)).unwrap(),

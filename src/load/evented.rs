@@ -446,6 +446,9 @@ impl Thread<'_> {
                 Err(e) => {
                     // Counted against the quota too: a statement that always fails must end.
                     *self.report.errors.entry(e.message).or_default() += 1;
+                    if let Some(tag) = slot.sent.and_then(|s| s.tag) {
+                        self.report.tagged_error(tag);
+                    }
                     counted = 1;
                 }
             }

@@ -220,7 +220,11 @@ pub fn fingerprints(
     reports: &[WorkerReport],
     slice: &crate::workload::replay::slice::Slice,
 ) -> Result<Vec<crate::results::TrialFingerprint>> {
-    let tags = reports.iter().map(|r| r.by_tag.len()).max().unwrap_or(0);
+    let tags = reports
+        .iter()
+        .map(|r| r.by_tag.len().max(r.errors_by_tag.len()))
+        .max()
+        .unwrap_or(0);
     let mut out = vec![];
     for (tag, info) in slice.fingerprints.iter().enumerate().take(tags) {
         let mut all: Option<hdrhistogram::Histogram<u64>> = None;
@@ -230,17 +234,25 @@ pub fn fingerprints(
                 None => all = Some(h.clone()),
             }
         }
-        let Some(h) = all.filter(|h| !h.is_empty()) else {
-            continue;
-        };
+        let errors: u64 = reports
+            .iter()
+            .filter_map(|r| r.errors_by_tag.get(tag))
+            .sum();
         let ms = |us: u64| us as f64 / 1000.0;
+        // (A fingerprint whose every statement failed is kept: that is what a reader must see.)
+        let timed = all.filter(|h| !h.is_empty());
+        if timed.is_none() && errors == 0 {
+            continue;
+        }
+        let of = |f: &dyn Fn(&hdrhistogram::Histogram<u64>) -> f64| timed.as_ref().map_or(0.0, f);
         out.push(crate::results::TrialFingerprint {
             digest: info.digest.clone(),
             sample: info.sample.clone(),
-            count: h.len(),
-            mean_ms: h.mean() / 1000.0,
-            p50_ms: ms(h.value_at_quantile(0.5)),
-            p99_ms: ms(h.value_at_quantile(0.99)),
+            count: timed.as_ref().map_or(0, |h| h.len()),
+            mean_ms: of(&|h| h.mean() / 1000.0),
+            p50_ms: of(&|h| ms(h.value_at_quantile(0.5))),
+            p99_ms: of(&|h| ms(h.value_at_quantile(0.99))),
+            errors,
         });
     }
     Ok(out)

@@ -111,6 +111,8 @@ pub struct WorkerReport {
     pub open: Option<OpenLoopReport>,
     /// A replay: latencies by fingerprint tag (µs, 2 significant digits), made on first use.
     pub by_tag: Vec<Option<Histogram<u64>>>,
+    /// A replay: failed statements by fingerprint tag, measured phase only.
+    pub errors_by_tag: Vec<u64>,
 }
 
 impl WorkerReport {
@@ -125,7 +127,17 @@ impl WorkerReport {
             lost: 0,
             open: open.then(OpenLoopReport::empty),
             by_tag: vec![],
+            errors_by_tag: vec![],
         }
+    }
+
+    /// Count a replayed statement that failed, under its fingerprint's tag.
+    pub fn tagged_error(&mut self, tag: u32) {
+        let t = tag as usize;
+        if self.errors_by_tag.len() <= t {
+            self.errors_by_tag.resize(t + 1, 0);
+        }
+        self.errors_by_tag[t] += 1;
     }
 
     /// Record a replayed statement's latency under its fingerprint's tag.
@@ -329,6 +341,9 @@ pub fn run_worker(
             Err(e) => {
                 if measuring {
                     *report.errors.entry(e.message.clone()).or_default() += 1;
+                    if let Some(tag) = sent.tag {
+                        report.tagged_error(tag);
+                    }
                     failed += 1;
                 }
                 if e.lost() {

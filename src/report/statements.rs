@@ -12,10 +12,26 @@ const TOP: usize = 5;
 /// The cells that have costs per statement (the variants, not the baseline).
 fn cells(r: &Results) -> impl Iterator<Item = &Cell> {
     r.cells.iter().filter(|c| {
-        c.fingerprints
-            .iter()
-            .any(|f| f.added_share_pct.is_some() || f.latency_delta_ms.is_some())
+        c.fingerprints.iter().any(|f| {
+            f.added_share_pct.is_some() || f.latency_delta_ms.is_some() || f.diverged.is_some()
+        })
     })
+}
+
+/// The fingerprints a cell's table lists: the costliest, and every one whose replay diverged
+/// (whatever its cost: a reader must see where the replay was not faithful).
+fn listed(c: &Cell) -> impl Iterator<Item = &FingerprintCost> {
+    c.fingerprints.iter().enumerate().filter_map(|(i, f)| {
+        (f.diverged.is_some() || (i < TOP && f.latency_delta_ms.is_some())).then_some(f)
+    })
+}
+
+/// The mark of a fingerprint whose replay diverged, before its statement.
+fn mark(f: &FingerprintCost) -> String {
+    match &f.diverged {
+        Some(why) => format!("[diverged: {why}] "),
+        None => String::new(),
+    }
 }
 
 fn us(v: f64) -> String {
@@ -41,6 +57,22 @@ fn headline(c: &Cell) -> Option<String> {
             c.variant,
             c.threads,
             top.len()
+        )
+    })
+}
+
+/// "The replay was not faithful for 2 kinds of statement …", when it was not.
+fn diverged_line(c: &Cell) -> Option<String> {
+    let n = c
+        .fingerprints
+        .iter()
+        .filter(|f| f.diverged.is_some())
+        .count();
+    (n > 0).then(|| {
+        format!(
+            "The replay was not faithful for {n} kind{} of statement (they failed here or in \
+             the baseline, marked \"diverged\"): what they add is not what they cost.",
+            if n == 1 { "" } else { "s" }
         )
     })
 }
@@ -99,28 +131,35 @@ pub fn text(r: &Results) -> String {
         if let Some(h) = headline(c) {
             let _ = writeln!(s, "  {h}");
         }
+        if let Some(d) = diverged_line(c) {
+            let _ = writeln!(s, "  {d}");
+        }
         let _ = writeln!(
             s,
             "  {:>6} {:>26} {:>9} {:>9}  statement",
             "share", "p50 added [95% CI]", "p99 added", "count"
         );
-        for f in c.fingerprints.iter().take(TOP) {
-            let Some(d) = &f.latency_delta_ms else {
-                continue;
+        for f in listed(c) {
+            let (p50, p99) = match &f.latency_delta_ms {
+                Some(d) => (
+                    format!(
+                        "{} [{}, {}]",
+                        us(d.p50.value),
+                        us(d.p50.ci95[0]),
+                        us(d.p50.ci95[1])
+                    ),
+                    us(d.p99.value),
+                ),
+                None => ("-".into(), "-".into()),
             };
-            let p50 = format!(
-                "{} [{}, {}]",
-                us(d.p50.value),
-                us(d.p50.ci95[0]),
-                us(d.p50.ci95[1])
-            );
             let _ = writeln!(
                 s,
-                "  {:>5.0}% {:>26} {:>9} {:>9}  {}",
+                "  {:>5.0}% {:>26} {:>9} {:>9}  {}{}",
                 f.added_share_pct.unwrap_or(0.0),
                 p50,
-                us(d.p99.value),
+                p99,
                 f.count,
+                mark(f),
                 one_line(&f.sample, 70)
             );
         }
@@ -144,20 +183,28 @@ pub fn html(r: &Results) -> String {
         if let Some(h) = headline(c) {
             let _ = writeln!(s, "<p>{}</p>", esc(&h));
         }
+        if let Some(d) = diverged_line(c) {
+            let _ = writeln!(s, "<p><strong>{}</strong></p>", esc(&d));
+        }
         s += "<table><tr><th>share of added latency</th><th>p50 added µs [95% CI]</th><th>p99 added µs [95% CI]</th><th>statements per trial</th><th>statement</th></tr>\n";
-        for f in c.fingerprints.iter().take(TOP) {
-            let Some(d) = &f.latency_delta_ms else {
-                continue;
-            };
+        for f in listed(c) {
             let ci = |e: &crate::results::Estimate| {
                 format!("{} [{}, {}]", us(e.value), us(e.ci95[0]), us(e.ci95[1]))
             };
+            let (p50, p99) = match &f.latency_delta_ms {
+                Some(d) => (ci(&d.p50), ci(&d.p99)),
+                None => ("–".into(), "–".into()),
+            };
+            let diverged = match &f.diverged {
+                Some(why) => format!("<strong>diverged</strong>: {} ", esc(why)),
+                None => String::new(),
+            };
             let _ = writeln!(
                 s,
-                "<tr><td>{:.0}%</td><td>{}</td><td>{}</td><td>{}</td><td><code>{}</code></td></tr>",
+                "<tr><td>{:.0}%</td><td>{}</td><td>{}</td><td>{}</td><td>{diverged}<code>{}</code></td></tr>",
                 f.added_share_pct.unwrap_or(0.0),
-                ci(&d.p50),
-                ci(&d.p99),
+                p50,
+                p99,
                 f.count,
                 esc(&one_line(&f.sample, 200))
             );
@@ -165,4 +212,47 @@ pub fn html(r: &Results) -> String {
         s += "</table>\n";
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_diverged_fingerprint_is_marked_in_the_words_the_table_and_the_html() {
+        let paid = FingerprintCost {
+            digest: "a".into(),
+            sample: "SELECT a FROM t WHERE id = 1".into(),
+            count: 900,
+            latency_delta_ms: Some(Default::default()),
+            added_share_pct: Some(100.0),
+            ..Default::default()
+        };
+        // Every statement of it failed: untimed, no added latency, listed anyway.
+        let failed = FingerprintCost {
+            digest: "b".into(),
+            sample: "SELECT * FROM gone".into(),
+            errors: 40,
+            diverged: Some("40 of its statements failed per trial here, 0 in the baseline".into()),
+            ..Default::default()
+        };
+        let r = Results {
+            cells: vec![Cell {
+                variant: "general-log".into(),
+                threads: 4,
+                fingerprints: vec![paid, failed],
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let t = text(&r);
+        assert!(t.contains("not faithful for 1 kind of statement"), "{t}");
+        assert!(
+            t.contains("[diverged: 40 of its statements failed per trial here")
+                && t.contains("SELECT * FROM gone"),
+            "{t}"
+        );
+        let h = html(&r);
+        assert!(h.contains("<strong>diverged</strong>: 40 of its"), "{h}");
+    }
 }

@@ -21,6 +21,13 @@ pub struct TrialFingerprint {
     pub p50_ms: f64,
     /// Their 99th percentile, ms.
     pub p99_ms: f64,
+    /// Its statements that failed (the server answered with an error), not timed.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub errors: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// What a variant added to one fingerprint's statements.
@@ -44,6 +51,13 @@ pub struct FingerprintCost {
     /// added latency × statements), percent; absent for the baseline.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub added_share_pct: Option<f64>,
+    /// Its statements that failed per trial (median), in this cell.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub errors: u64,
+    /// Why the replay of this fingerprint was not faithful (its statements failed here or in
+    /// the baseline): its added latency is then not that statement's cost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diverged: Option<String>,
 }
 
 /// Added latency per statement.

@@ -34,6 +34,22 @@ pub fn costs(baseline: Option<&[Trial]>, trials: &[Trial]) -> Vec<FingerprintCos
                 median(&xs).unwrap_or(0.0)
             };
             let count = med(|f| f.count as f64);
+            let errors = med(|f| f.errors as f64).round() as u64;
+            let base_errors = baseline.map_or(0, |b| {
+                let xs: Vec<f64> = b
+                    .iter()
+                    .filter_map(|t| of(t, &digest))
+                    .map(|f| f.errors as f64)
+                    .collect();
+                median(&xs).unwrap_or(0.0).round() as u64
+            });
+            let diverged = (errors > 0 || base_errors > 0).then(|| match baseline {
+                Some(_) => format!(
+                    "{errors} of its statements failed per trial here, {base_errors} in the \
+                     baseline: its added latency is not that statement's cost"
+                ),
+                None => format!("{errors} of its statements failed per trial"),
+            });
             let delta = baseline.and_then(|b| {
                 let d = |g: fn(&TrialFingerprint) -> f64| {
                     by_block(b, trials, |t| of(t, &digest).map(g))
@@ -54,6 +70,8 @@ pub fn costs(baseline: Option<&[Trial]>, trials: &[Trial]) -> Vec<FingerprintCos
                 p99_ms: med(|f| f.p99_ms),
                 latency_delta_ms: delta,
                 added_share_pct: None,
+                errors,
+                diverged,
                 digest,
                 sample,
             };
@@ -88,6 +106,7 @@ mod tests {
                     mean_ms: *ms,
                     p50_ms: *ms,
                     p99_ms: 2.0 * ms,
+                    errors: 0,
                 })
                 .collect(),
             ..Default::default()
@@ -118,5 +137,33 @@ mod tests {
         let b = costs(None, &base);
         assert_eq!(b[0].digest, "b");
         assert!(b[0].latency_delta_ms.is_none() && b[0].added_share_pct.is_none());
+    }
+
+    #[test]
+    fn a_fingerprint_whose_statements_failed_is_marked_diverged() {
+        // "c" fails 40 times a trial with the feature on (a statement the feature's log makes
+        // fail, or rows the replay did not find), never in the baseline.
+        let base: Vec<Trial> = (0..4)
+            .map(|i| trial(i, &[("a", 1.0), ("c", 1.0)]))
+            .collect();
+        let var: Vec<Trial> = (0..4)
+            .map(|i| {
+                let mut t = trial(i, &[("a", 1.1), ("c", 1.0)]);
+                t.fingerprints[1].errors = 40;
+                t
+            })
+            .collect();
+        let c = costs(Some(&base), &var);
+        let failed = c.iter().find(|f| f.digest == "c").unwrap();
+        assert_eq!(failed.errors, 40);
+        let why = failed.diverged.as_deref().unwrap();
+        assert!(why.contains("40 of its statements failed per trial here, 0 in the baseline"));
+        assert!(
+            c.iter()
+                .find(|f| f.digest == "a")
+                .unwrap()
+                .diverged
+                .is_none()
+        );
     }
 }
