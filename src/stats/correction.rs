@@ -205,9 +205,14 @@ fn fit_per_variant(
         return estimate(&lag1);
     }
     let two = terms.names.len() == 2;
+    // Whether some block ran a cell twice (the extra-period blocks), or every block one each.
+    let repeated = {
+        let mut seen = std::collections::HashSet::new();
+        obs.iter().any(|o| !seen.insert((o.group, o.cell)))
+    };
     let all: Vec<usize> = (0..terms.count()).collect();
     let Some(f) = estimate(&all) else {
-        notes.push(if two {
+        notes.push(if two && !repeated {
             "blocks of one each cannot tell a carry-over lasting two trials from the cost (it \
              is the same in every such block): only the trial right after is corrected for, \
              and the warm-up's settle rule is what removes the rest"
