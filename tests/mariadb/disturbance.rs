@@ -127,7 +127,8 @@ pub(crate) fn a_cpu_hog_marks_its_blocks_disturbed_and_they_are_run_again(ctx: &
             );
             assert!(!blocks.contains(&t["block"].as_u64().unwrap()), "{t}");
         }
-        // Whole blocks set aside: every variant's trial of each disturbed block is kept.
+        // Whole blocks set aside: every variant's trials of each disturbed block are kept
+        // (two of each in a two-variant block, ABBA or BAAB), none of another block.
         let mut aside: Vec<u64> = c["disturbed_trials"]
             .as_array()
             .unwrap()
@@ -135,6 +136,10 @@ pub(crate) fn a_cpu_hog_marks_its_blocks_disturbed_and_they_are_run_again(ctx: &
             .map(|t| t["block"].as_u64().unwrap())
             .collect();
         aside.sort();
+        let each = aside.len() / blocks.len().max(1);
+        assert_eq!(aside.len(), blocks.len() * each, "{c}");
+        assert!(each == 2, "two trials of each variant per block: {c}");
+        aside.dedup();
         assert_eq!(aside, blocks, "{c}");
     }
     let words = String::from_utf8_lossy(&o.stdout).to_string() + &v["warnings"].to_string();
