@@ -116,6 +116,20 @@ change and restored at exit, on error and on Ctrl-C; `dbtax restore` after a kil
   dbtax man run > dbtax-run.1
   dbtax man --dir target/man          every page")]
     Man(ManArgs),
+    /// Record the server's own traffic for a while (the slow log at long_query_time=0, or
+    /// log_min_duration_statement=0), put the setting back, and write what was logged to a
+    /// file ready for `run --log`.
+    #[command(after_help = "Examples:
+  dbtax capture --for 60s --target 'mysql://root:pw@127.0.0.1:3306/' --out shop.log
+  dbtax capture --for 5m --target 'postgres://postgres@/shop?host=/run/postgresql' --max-log-bytes 2G
+  dbtax run --log shop.log --feature general-log --target 'mysql://root:pw@127.0.0.1:3306/' --replay-user temporary
+
+The setting is journaled before it changes and put back at the end, on error and on Ctrl-C
+(what was captured until then is written); after a kill -9, `dbtax restore` puts it back.
+The disk guard stops the capture early when the log's filesystem would fall under 10% free
+or the log grows past --max-log-bytes. The log is read on this machine: run capture on the
+database's host.")]
+    Capture(CaptureArgs),
     /// Put back every setting an interrupted run changed (after kill -9 or a crash).
     #[command(after_help = "Examples:
   dbtax restore --target 'mysql://root:pw@127.0.0.1:3306/'
@@ -514,6 +528,22 @@ pub struct RestoreArgs {
     /// command that restarts it (given no options in $DBTAX_SERVER_OPTS), to finish the job.
     #[arg(long, value_name = "CMD")]
     pub restart_cmd: Option<String>,
+}
+
+/// `dbtax capture`.
+#[derive(Debug, Args)]
+pub struct CaptureArgs {
+    #[command(flatten)]
+    pub target: TargetArgs,
+    /// How long to log every statement, e.g. 60s, 5m.
+    #[arg(long = "for", value_name = "TIME", value_parser = crate::units::duration)]
+    pub duration: std::time::Duration,
+    /// Where to write the captured log (default: ./dbtax-capture-<time>.log).
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Stop early once the log has grown by this much, e.g. 500M, 2G.
+    #[arg(help_heading = "Safety", long, value_parser = crate::units::bytes)]
+    pub max_log_bytes: Option<u64>,
 }
 
 /// `dbtax report`.

@@ -3,6 +3,7 @@
 //! `dispatch` is all main.rs calls.
 
 pub mod bench;
+pub mod capture;
 pub mod compare;
 pub mod demo;
 pub mod docs;
@@ -25,6 +26,7 @@ pub fn dispatch(cli: Cli) -> Result<()> {
         Command::Demo(args) => demo::run(args),
         Command::Features(args) => features::run(args),
         Command::Restore(args) => restore::run(args),
+        Command::Capture(args) => capture::run(args),
         Command::Report(args) => report::run(args),
         Command::Compare(args) => compare::run(args),
         Command::Presets => presets::run(),

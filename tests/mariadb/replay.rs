@@ -1,12 +1,14 @@
-//! A captured log replayed as the workload (`--workload replay`): this server's slow log
-//! (long_query_time = 0) written while three sessions ran a known mix (point selects, a range
-//! count, an update, and the root session's SET GLOBALs), then replayed against the general
+//! A captured log replayed as the workload (`--workload replay`): this server's slow log,
+//! captured by `dbtax capture` (long_query_time = 0, put back after) while three sessions ran
+//! a known mix (point selects, a range count, an update, and the root session's SET
+//! GLOBALs), then replayed against the general
 //! log at `--pace asap` (a fixed count of statements: every trial the same ones) and at a
 //! recorded pace (rate mode at the log's own rate), with the cost per fingerprint.
 
 use super::*;
 
-/// Three sessions' mix, written to the slow log at `path`; returns the updates run.
+/// Three sessions' mix, captured by `dbtax capture` into `path` (the server's slow log at
+/// long_query_time=0 while they run, put back after); returns the updates run.
 fn capture_slow_log(ctx: &Ctx, path: &Path) -> u64 {
     let mut root = ctx.root();
     root.query_drop(
@@ -17,12 +19,31 @@ fn capture_slow_log(ctx: &Ctx, path: &Path) -> u64 {
          SELECT seq, concat('item ', seq), seq % 97 FROM seq_1_to_2000",
     )
     .unwrap();
-    for q in [
-        format!("SET GLOBAL slow_query_log_file = '{}'", path.display()),
-        "SET GLOBAL long_query_time = 0".into(),
-        "SET GLOBAL slow_query_log = ON".into(),
-    ] {
-        root.query_drop(q).unwrap();
+    drop(root);
+    let found = [
+        "slow_query_log",
+        "long_query_time",
+        "slow_query_log_file",
+        "log_output",
+    ]
+    .map(|v| ctx.var(v));
+    // Long enough for the sessions on a busy machine; they are checked to end within it.
+    let mut child = ctx
+        .dbtax()
+        .args(["capture", "--for", "8s", "--target", &ctx.url("")])
+        .arg("--out")
+        .arg(path)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut said = String::new();
+    while !said.contains("capturing every statement") {
+        let mut line = String::new();
+        let n = std::io::BufRead::read_line(&mut err, &mut line).unwrap();
+        assert!(n > 0, "capture ended before it began: {said}");
+        said += &line;
     }
     let updates = std::sync::atomic::AtomicU64::new(0);
     std::thread::scope(|s| {
@@ -61,13 +82,26 @@ fn capture_slow_log(ctx: &Ctx, path: &Path) -> u64 {
             });
         }
     });
-    for q in [
-        "SET GLOBAL slow_query_log = OFF",
-        "SET GLOBAL long_query_time = 10",
-        "SET GLOBAL slow_query_log_file = DEFAULT",
-    ] {
-        root.query_drop(q).unwrap();
-    }
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "the capture ended before the sessions did: {said}"
+    );
+    std::io::Read::read_to_string(&mut err, &mut said).unwrap();
+    let o = child.wait_with_output().unwrap();
+    said += &String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{said}");
+    assert!(said.contains("statements in 3 sessions"), "{said}");
+    assert!(said.contains("--log "), "{said}");
+    // Put back exactly as found.
+    let now = [
+        "slow_query_log",
+        "long_query_time",
+        "slow_query_log_file",
+        "log_output",
+    ]
+    .map(|v| ctx.var(v));
+    assert_eq!(now, found, "{said}");
+    assert_eq!(ctx.journals(), 0);
     updates.into_inner()
 }
 

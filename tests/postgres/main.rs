@@ -531,6 +531,7 @@ fn dbtax_scenarios() -> &'static [common::Scenario<Ctx>] {
         clients::the_lean_client_logs_in_with_password_md5_and_scram,
         clients::a_tls_url_is_spoken_by_every_connection,
         replay::a_captured_statement_log_replays_with_its_cost_per_statement,
+        replay::a_capture_by_dbtax_replays_and_leaves_the_conf_as_found,
         locks::a_replay_of_harmful_statements_changes_nothing,
         locks::the_session_and_the_login_refuse_what_the_classifier_would_miss,
     ]

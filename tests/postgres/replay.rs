@@ -241,3 +241,89 @@ pub(crate) fn a_captured_statement_log_replays_with_its_cost_per_statement(ctx: 
     );
     assert_eq!(ctx.show("log_statement"), "none");
 }
+
+/// `dbtax capture` on PostgreSQL: log_min_duration_statement = 0 while two sessions run
+/// prepared point selects, postgresql.auto.conf put back byte for byte after, and the file
+/// it wrote replayed against log-statement.
+pub(crate) fn a_capture_by_dbtax_replays_and_leaves_the_conf_as_found(ctx: &Ctx) {
+    let db = "t_pgcapture";
+    let _ = ctx
+        .sql("postgres")
+        .batch_execute(&format!("CREATE DATABASE {db}"));
+    ctx.sql(db)
+        .batch_execute(
+            "CREATE TABLE IF NOT EXISTS items (id int PRIMARY KEY, name text); \
+             INSERT INTO items SELECT g, 'item ' || g FROM generate_series(1, 500) g \
+             ON CONFLICT DO NOTHING",
+        )
+        .unwrap();
+    let conf = ctx.auto_conf();
+    let before = ctx.show("log_min_duration_statement");
+    let path = ctx.work.join("pg-dbtax-capture.log");
+    // Long enough for the sessions on a busy machine; they are checked to end within it.
+    let mut child = ctx
+        .dbtax()
+        .args(["capture", "--for", "8s", "--target", &ctx.url(db)])
+        .arg("--out")
+        .arg(&path)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut said = String::new();
+    while !said.contains("capturing every statement") {
+        let mut line = String::new();
+        let n = std::io::BufRead::read_line(&mut err, &mut line).unwrap();
+        assert!(n > 0, "capture ended before it began: {said}");
+        said += &line;
+    }
+    std::thread::scope(|s| {
+        for session in 0..2i32 {
+            s.spawn(move || {
+                let mut c = ctx.sql(db);
+                for i in 0..100i32 {
+                    let id = 1 + (i * 37 + session * 11) % 500;
+                    c.query("SELECT name FROM items WHERE id = $1", &[&id])
+                        .unwrap();
+                    std::thread::sleep(Duration::from_millis(4));
+                }
+            });
+        }
+    });
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "the capture ended before the sessions did: {said}"
+    );
+    std::io::Read::read_to_string(&mut err, &mut said).unwrap();
+    let o = child.wait_with_output().unwrap();
+    said += &String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{said}");
+    assert_eq!(ctx.auto_conf(), conf, "{said}");
+    assert_eq!(ctx.show("log_min_duration_statement"), before, "{said}");
+    assert_eq!(ctx.journals(), 0);
+    assert!(said.contains("Replay it with"), "{said}");
+    println!("{said}");
+
+    let o = ctx.run(&replay_args(
+        ctx,
+        db,
+        &path,
+        "pg-capture-replay",
+        &["--queries-per-trial", "200"],
+    ));
+    ok(&o);
+    let v = validate_results(&ctx.work.join("pg-capture-replay/results.json"));
+    let fps = v["workload"]["replay"]["fingerprints"].as_array().unwrap();
+    let point = fps
+        .iter()
+        .find(|f| f["fingerprint"] == "select name from items where id = ?")
+        .unwrap_or_else(|| panic!("{fps:?}"));
+    assert_eq!(point["count"], 200, "{fps:?}");
+    for c in v["cells"].as_array().unwrap() {
+        for t in c["trials"].as_array().unwrap() {
+            assert_eq!(t["errors"], 0, "{t}");
+        }
+    }
+    assert_eq!(ctx.auto_conf(), conf);
+}

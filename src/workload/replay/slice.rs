@@ -529,3 +529,17 @@ impl PartialEq for Loaded {
 #[cfg(test)]
 #[path = "slice_tests.rs"]
 mod tests;
+
+/// What a log holds, read as a replay would read it: (statements, sessions). For `dbtax
+/// capture` to say what it wrote.
+pub fn count(path: &Path, format: LogFormat, prefix: Option<&str>) -> Result<(u64, u64)> {
+    let mut sessions = std::collections::HashSet::new();
+    let mut statements = 0u64;
+    for e in open(path, format, prefix)? {
+        if matches!(e.what, What::Query(_) | What::Execute(_)) {
+            statements += 1;
+            sessions.insert(e.session);
+        }
+    }
+    Ok((statements, sessions.len() as u64))
+}
