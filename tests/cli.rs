@@ -689,3 +689,31 @@ fn help_is_grouped_and_completions_and_man_pages_come_from_the_same_definitions(
     assert!(pages.join("dbtax.1").exists());
     fails_with_usage(&["man", "nope"], "no subcommand 'nope'");
 }
+
+#[test]
+fn capture_refuses_what_it_cannot_do_before_any_change() {
+    fails_with_usage(
+        &["capture", "--for", "10s", "-t", "managed:mariadb"],
+        "capture records the traffic of a server you run",
+    );
+    fails_with_usage(
+        &[
+            "capture",
+            "--for",
+            "0s",
+            "-t",
+            "mysql://root@localhost/?socket=/x.sock",
+        ],
+        "--for must be longer than 0 s",
+    );
+    fails_with_usage(
+        &[
+            "capture",
+            "--for",
+            "10s",
+            "-t",
+            "mysql://root@localhost/?socket=/nonexistent/x.sock",
+        ],
+        "/nonexistent/x.sock",
+    );
+}

@@ -8,6 +8,7 @@
 //! libtest's summary line.
 
 mod breaks;
+mod capture;
 #[path = "../common/mod.rs"]
 mod common;
 mod identity;
@@ -514,6 +515,8 @@ fn main() {
         the_disk_guard_keeps_a_small_filesystem_from_filling,
         the_server_dies_and_comes_back_mid_run,
         kill_9_during_preparation_leaves_no_half_table,
+        capture::ctrl_c_ends_a_capture_with_the_setting_back_and_its_file_written,
+        capture::kill_9_of_a_capture_then_restore_puts_the_setting_back,
         breaks::slow_log_holds_log_output_in_every_variant,
         breaks::a_variant_that_undoes_its_feature_is_refused,
         breaks::values_the_server_would_refuse_are_bad_input,
