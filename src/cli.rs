@@ -334,10 +334,12 @@ pub struct ClientArgs {
 #[derive(Debug, Args, Clone, Default)]
 #[command(next_help_heading = "Load")]
 pub struct RateArgs {
-    /// Open loop at R events per second in total (e.g. 2000), or a share of the capacity that
-    /// dbtax measures first in closed loop (50%); `run` takes a list (25%,50%,80%). Latency is
-    /// then measured from each event's intended start.
-    #[arg(long, value_name = "R")]
+    /// Open loop at R events per second in total (e.g. 2000 or 2000/s), or a share of the
+    /// capacity that dbtax measures first in closed loop (50%); `run` takes a list
+    /// (25%,50%,80%). Latency is then measured from each event's intended start, and `run`
+    /// adds the bill at each rate (server cores, log a day, added latency). `--at-rate` is
+    /// the same flag.
+    #[arg(long, visible_alias = "at-rate", value_name = "R")]
     pub rate: Option<String>,
     /// With --rate: how starts are spaced, poisson (independent arrivals) or uniform.
     /// [default: poisson]
@@ -420,6 +422,10 @@ pub struct RunArgs {
     /// Stop before the log files grow by more than this many bytes (e.g. 2G, 500M).
     #[arg(help_heading = "Safety", long, value_parser = crate::units::bytes)]
     pub max_log_bytes: Option<u64>,
+    /// Rate mode's bill: the cores of the production server, when it has more than the one
+    /// measured (the words then say the figures are a lower bound).
+    #[arg(help_heading = "Statistics", long, value_name = "N")]
+    pub production_cores: Option<u32>,
     /// On a server that is not on this machine, switch features that write a log file
     /// anyway: dbtax cannot watch that file's size there (no disk guard, no log bytes per
     /// query); results.json records that you accepted it

@@ -44,6 +44,7 @@ fn flags(args: &RunArgs) -> Result<Layer> {
         warmup: args.warmup,
         queries_per_trial: args.queries_per_trial.map(Some),
         max_log_bytes: args.max_log_bytes.map(Some),
+        production_cores: args.production_cores.map(Some),
         unguarded_logs: args.unguarded_logs.then_some(true),
         max_disturbance: args.max_disturbance.map(|l| l.0),
         seed: args.seed,

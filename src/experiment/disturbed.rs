@@ -71,19 +71,47 @@ pub(super) fn with_set_aside(
             .iter()
             .find(|v| v.name == cell.variant)
             .is_some_and(|v| exp.variants[v.baseline].name != v.name);
-        if compared && cell.overhead.is_none() && !trials.is_empty() {
-            let worst = disturbed
-                .iter()
-                .filter(|d| d.threads == cell.threads)
-                .max_by(|a, b| a.worst_pct.total_cmp(&b.worst_pct));
-            let (pct, host) = worst.map_or((0.0, "server"), |d| (d.worst_pct, d.host.as_str()));
-            cell.no_interval = Some(format!(
-                "{} of {} blocks were disturbed (other processes up to {pct:.0}% of a core on \
-                 the {host}'s host)",
-                trials.len(),
-                trials.len() + cell.trials.len()
+        // (Rate mode has no overhead: its interval is the added latency's.)
+        if !compared || cell.overhead.is_some() || cell.latency_delta_ms.is_some() {
+            continue;
+        }
+        let level = cell.rate.as_ref().map(|r| r.level.as_str());
+        let here: Vec<&DisturbedBlock> = disturbed
+            .iter()
+            .filter(|d| d.threads == cell.threads && d.rate.as_deref() == level)
+            .collect();
+        if here.is_empty() {
+            continue;
+        }
+        let mut kept: Vec<u32> = cell.trials.iter().map(|t| t.block).collect();
+        kept.sort_unstable();
+        kept.dedup();
+        let late = here.iter().filter(|d| d.late_reading.is_some()).count();
+        let busy: Vec<&&DisturbedBlock> =
+            here.iter().filter(|d| d.late_reading.is_none()).collect();
+        let mut why = vec![];
+        if let Some(worst) = busy
+            .iter()
+            .max_by(|a, b| a.worst_pct.total_cmp(&b.worst_pct))
+        {
+            why.push(format!(
+                "{} disturbed: other processes up to {:.0}% of a core on the {}'s host",
+                busy.len(),
+                worst.worst_pct,
+                worst.host
             ));
         }
+        if late > 0 {
+            why.push(format!(
+                "{late} lost to a late reading of the server's host"
+            ));
+        }
+        cell.no_interval = Some(format!(
+            "{} of {} blocks were set aside ({}); too few are left for an interval",
+            here.len(),
+            here.len() + kept.len(),
+            why.join("; ")
+        ));
     }
     summary.analysis.max_disturbance_pct = exp.max_disturbance;
     summary.analysis.disturbed_blocks = disturbed.to_vec();

@@ -104,6 +104,7 @@ pub(super) fn conclude(
         }
         Err(e) => Some(e),
     };
+    results.bill = crate::stats::bill::bills(&results);
     // Agents on this machine: `local`, or one whose host name is this one's.
     let here_name = crate::host::hostname();
     let here: Vec<String> = results

@@ -54,7 +54,9 @@ pub(super) fn header(
             arrival: o.arrival.name().into(),
             skip_late_ms: o.skip_late.map(|d| d.as_secs_f64() * 1000.0),
             calibration: vec![],
+            production_cores: exp.production_cores,
         }),
+        bill: vec![],
     }
 }
 

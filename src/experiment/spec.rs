@@ -248,6 +248,9 @@ experiment! {
         warmup: Duration = Duration::from_secs(1), file file_value::duration;
         /// Stop before the feature logs grow by more than this.
         max_log_bytes: Option<u64> = None, file file_value::bytes;
+        /// Rate mode's bill: the production server's cores, when it has more than the one
+        /// measured (`--production-cores`): the figures are then a lower bound.
+        production_cores: Option<u32> = None, file file_value::some;
         /// On a server not on this machine, switch features that write a log file although
         /// dbtax cannot watch it (`--unguarded-logs`): otherwise such a run is refused.
         unguarded_logs: bool = false, file file_value::plain;
@@ -543,6 +546,9 @@ impl Experiment {
                 "--trial and --warmup: at most {} s each (short adjacent trials pair better)",
                 MAX_TRIAL.as_secs()
             )));
+        }
+        if self.production_cores == Some(0) {
+            return Err(usage("--production-cores must be at least 1"));
         }
         if self.max_log_bytes == Some(0) {
             return Err(usage(

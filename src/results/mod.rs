@@ -432,6 +432,45 @@ pub struct RateRun {
     /// The capacity measured at each thread count (empty when every level is absolute).
     #[serde(default)]
     pub calibration: Vec<Calibration>,
+    /// The production server's cores, as the user gave them (`--production-cores`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub production_cores: Option<u32>,
+}
+
+/// Rate mode: what a variant costs at one load point, as a production bill (the per-query
+/// figures measured there, times the rate), each difference paired by block against the
+/// baseline with its 95% interval.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Bill {
+    /// The variant billed.
+    pub variant: String,
+    /// Client threads.
+    pub threads: u32,
+    /// The rate level as asked ("2000/s", "50%").
+    pub level: String,
+    /// Statements per second the variant ran there (median of its trials).
+    pub rate: f64,
+    /// Server CPU added, in cores.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_cores: Option<Estimate>,
+    /// The cores the server could use where it was measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_cores: Option<u32>,
+    /// `cpu_cores` as a share of `server_cores`, %.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_share: Option<Estimate>,
+    /// Feature log written, bytes a day.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_bytes_per_day: Option<Estimate>,
+    /// WAL (or binary log) added, bytes a day.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wal_bytes_per_day: Option<Estimate>,
+    /// Added latency at p50 and p99, ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_delta_ms: Option<LatencyDelta>,
+    /// Why these figures are a lower bound for production, in words (none: no reason seen).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lower_bound: Vec<String>,
 }
 
 /// One factor's overhead within the levels of the others.
@@ -510,6 +549,9 @@ pub struct Results {
     /// loop.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate: Option<RateRun>,
+    /// Rate mode: each variant's bill at each load point (`stats::bill`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub bill: Vec<Bill>,
     /// The hosts that made the load (`--agents`), as they introduced themselves; absent when
     /// this process made it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

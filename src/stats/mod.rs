@@ -4,6 +4,7 @@
 //! every test (`holm`), per-cell summaries derived from the trials (`summary`), and B/A of
 //! two servers (`ratio`), and the verdict a DBA can act on (`verdict`).
 
+pub mod bill;
 pub mod carryover;
 mod cells;
 mod correction;

@@ -484,8 +484,7 @@ fn a_killed_agent_stops_the_run_and_settings_come_back(ctx: &Ctx) {
     let slow = ctx.var("slow_query_log");
     assert_eq!(slow, "0");
     let agents = format!("{},{}", ctx.agent(), ctx.agent());
-    let mut args = ctx.run_args("t_agents", &agents, "30", "killed");
-    args.push("--no-warmup-round".into());
+    let args = ctx.run_args("t_agents", &agents, "30", "killed");
     let child = ctx
         .dbtax()
         .args(&args)

@@ -181,7 +181,7 @@ pub(crate) fn a_server_elsewhere_is_read_through_its_probe(ctx: &Ctx) {
     let before = db.var("general_log");
     let o = db
         .dbtax(ctx)
-        .args(db.run_args(ctx, "general-log", "5", "probe"))
+        .args(db.run_args(ctx, "general-log", "3", "probe"))
         .output()
         .unwrap();
     ok(&o);
@@ -247,7 +247,7 @@ pub(crate) fn a_server_elsewhere_is_read_through_its_probe(ctx: &Ctx) {
         ),
         &["general-log"],
         "2",
-        "5",
+        "3",
         &here,
     );
     args.push("--no-pin".into());
@@ -341,8 +341,7 @@ pub(crate) fn a_server_elsewhere_is_read_through_its_probe(ctx: &Ctx) {
 
     // The probe killed mid-run: the run stops naming the host, settings put back, what was
     // measured kept.
-    let mut args = db.run_args(ctx, "general-log", "40", "probe-killed");
-    args.push("--no-warmup-round".into());
+    let args = db.run_args(ctx, "general-log", "40", "probe-killed");
     let (child, _) =
         signal_the_probe_once_logging(&db, ctx, &args, libc::SIGKILL, Duration::from_secs(60));
     let o = child.wait_with_output().unwrap();
@@ -572,7 +571,7 @@ pub(crate) fn a_slow_or_stalled_link_to_the_probe_costs_trials_not_the_run(ctx: 
     let stall = ctx.work.join("relay-stall");
     let _ = std::fs::remove_file(&stall);
     let o = through_relay(&db, ctx, &stall)
-        .args(db.run_args(ctx, "general-log", "3", "slow-link"))
+        .args(db.run_args(ctx, "general-log", "2", "slow-link"))
         .output()
         .unwrap();
     ok(&o);
@@ -598,8 +597,7 @@ pub(crate) fn a_slow_or_stalled_link_to_the_probe_costs_trials_not_the_run(ctx: 
     });
 
     // The stall: 20 s, from the moment a trial of the general log runs.
-    let mut args = db.run_args(ctx, "general-log", "3", "stalled-link");
-    args.push("--no-warmup-round".into());
+    let args = db.run_args(ctx, "general-log", "3", "stalled-link");
     let child = spawn_once_logging(
         through_relay(&db, ctx, &stall),
         &db,
@@ -665,11 +663,7 @@ pub(crate) fn a_probe_silent_past_its_bound_stops_the_run_with_the_log_off(ctx: 
     };
     let before = db.var("general_log");
     let mut args = db.run_args(ctx, "general-log", "40", "probe-stopped");
-    args.extend([
-        "--no-warmup-round".into(),
-        "--probe-silence".into(),
-        "20s".into(),
-    ]);
+    args.extend(["--probe-silence".into(), "20s".into()]);
     let (child, probe) =
         signal_the_probe_once_logging(&db, ctx, &args, libc::SIGSTOP, Duration::from_secs(120));
     let stopped = Instant::now();

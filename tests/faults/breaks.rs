@@ -167,8 +167,7 @@ pub fn values_the_server_would_refuse_are_bad_input(ctx: &Ctx) {
 pub fn a_damaged_local_journal_falls_back_to_the_servers_copy(ctx: &Ctx) {
     let originals = ctx.originals();
     let out = ctx.work.join("damaged");
-    let mut args = common::run_args(&ctx.socket_url("f_damaged"), &["slow-log"], "2", "30", &out);
-    args.push("--no-warmup-round".into());
+    let args = common::run_args(&ctx.socket_url("f_damaged"), &["slow-log"], "2", "30", &out);
     let mut child = ctx.spawn(&args);
     wait_for("the slow log to be on", Duration::from_secs(60), || {
         ctx.var("slow_query_log") == "1"
@@ -209,8 +208,7 @@ pub fn a_damaged_local_journal_falls_back_to_the_servers_copy(ctx: &Ctx) {
 pub fn a_journal_table_the_user_cannot_read_is_refused(ctx: &Ctx) {
     let originals = ctx.originals();
     let out = ctx.work.join("half-root");
-    let mut args = common::run_args(&ctx.socket_url("f_prep1"), &["slow-log"], "2", "30", &out);
-    args.push("--no-warmup-round".into());
+    let args = common::run_args(&ctx.socket_url("f_prep1"), &["slow-log"], "2", "30", &out);
     let mut child = ctx.spawn(&args);
     wait_for("the slow log to be on", Duration::from_secs(60), || {
         ctx.var("slow_query_log") == "1"
@@ -346,8 +344,7 @@ pub fn a_closed_output_never_panics(ctx: &Ctx) {
 pub fn ctrl_c_on_a_frozen_server_ends_in_bounded_time(ctx: &Ctx) {
     let originals = ctx.originals();
     let out = ctx.work.join("frozen");
-    let mut args = common::run_args(&ctx.socket_url("f_frozen"), &["slow-log"], "2", "30", &out);
-    args.push("--no-warmup-round".into());
+    let args = common::run_args(&ctx.socket_url("f_frozen"), &["slow-log"], "2", "30", &out);
     let child = ctx.spawn(&args);
     wait_for("the slow log to be on", Duration::from_secs(60), || {
         ctx.var("slow_query_log") == "1"
@@ -459,8 +456,7 @@ pub fn a_panic_mid_run_restores_the_server_and_says_it_is_a_bug(ctx: &Ctx) {
 pub fn a_killed_admin_connection_is_said_as_killed(ctx: &Ctx) {
     let originals = ctx.originals();
     let out = ctx.work.join("killed-admin");
-    let mut args = common::run_args(&ctx.socket_url("f_killed"), &["slow-log"], "2", "30", &out);
-    args.push("--no-warmup-round".into());
+    let args = common::run_args(&ctx.socket_url("f_killed"), &["slow-log"], "2", "30", &out);
     let child = ctx.spawn(&args);
     wait_for("the slow log on", Duration::from_secs(90), || {
         ctx.var("slow_query_log") == "1"

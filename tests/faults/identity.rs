@@ -111,7 +111,6 @@ pub fn a_journal_is_never_applied_to_another_server(ctx: &Ctx) {
         "30",
         &ctx.work.join("twin-a"),
     );
-    args.push("--no-warmup-round".into());
     // The twins' files are in their own mount namespaces: dbtax cannot watch the slow log
     // there, and must be told that this is accepted.
     args.push("--unguarded-logs".into());
@@ -191,8 +190,7 @@ pub fn a_journal_is_never_applied_to_another_server(ctx: &Ctx) {
 /// Start a `dbtax run` of `features` on `url` in the background and kill it -9 once `var`
 /// reads `want` on the suite's server (a setting the run changed is in force).
 fn kill_mid_run(ctx: &Ctx, url: &str, features: &[&str], var: &str, want: &str, out: &str) {
-    let mut args = common::run_args(url, features, "2", "30", &ctx.work.join(out));
-    args.push("--no-warmup-round".into());
+    let args = common::run_args(url, features, "2", "30", &ctx.work.join(out));
     let mut child = ctx
         .dbtax()
         .args(&args)

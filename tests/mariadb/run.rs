@@ -72,7 +72,10 @@ pub(crate) fn run_measures_and_restores_every_setting(ctx: &Ctx) {
     ctx.set("long_query_time", "7");
     let out = ctx.out_dir("run");
     // Three blocks: the fewest that give an interval.
-    let o = ctx.run(&ctx.run_args("t_run", &["general-log", "slow-log"], "1,3", "3", &out));
+    // With its warm-up round, whose trials are not counted.
+    let mut args = ctx.run_args("t_run", &["general-log", "slow-log"], "1,3", "3", &out);
+    args.retain(|a| a != common::NO_WARMUP_ROUND);
+    let o = ctx.run(&args);
     ok(&o);
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(
@@ -178,7 +181,10 @@ pub(crate) fn audit_plugin_is_loaded_only_in_its_variants_and_removed_after(ctx:
     };
     let before = plugin_statements();
     let out = ctx.out_dir("audit");
-    let o = ctx.run(&ctx.run_args("t_audit", &["audit-idle", "audit"], "2", "2", &out));
+    // With its warm-up round: three rounds of switches.
+    let mut args = ctx.run_args("t_audit", &["audit-idle", "audit"], "2", "2", &out);
+    args.retain(|a| a != common::NO_WARMUP_ROUND);
+    let o = ctx.run(&args);
     ok(&o);
     let after = plugin_statements();
     let v = validate_results(&out.join("results.json"));
@@ -428,8 +434,10 @@ pub(crate) fn a_run_at_half_of_capacity_reports_added_latency_and_restores(ctx: 
         &ctx.url("t_rate_run"),
         "--feature",
         "slow-log",
-        "--rate",
+        "--at-rate",
         "50%",
+        "--production-cores",
+        "64",
         "--threads",
         "2",
         "--repeats",
@@ -487,7 +495,37 @@ pub(crate) fn a_run_at_half_of_capacity_reports_added_latency_and_restores(ctx: 
         stdout.to_lowercase().contains("at 50% of capacity"),
         "{stdout}"
     );
+    // The bill at that rate: the log a day and the latency added, with intervals, and a
+    // lower bound for the 64 cores of production.
+    let bill = v["bill"].as_array().unwrap();
+    assert_eq!(bill.len(), 1, "{bill:?}");
+    let b = &bill[0];
+    assert_eq!(b["variant"], "slow-log");
+    assert_eq!(b["level"], "50%");
+    let log = &b["log_bytes_per_day"];
+    let (lo, hi) = (
+        log["ci95"][0].as_f64().unwrap(),
+        log["ci95"][1].as_f64().unwrap(),
+    );
+    let per_query = slow["log_bytes_per_query_median"].as_f64().unwrap();
+    let rate = b["rate"].as_f64().unwrap();
+    // The day's log is the bytes per query at the rate run, within its interval's reach.
+    let day = per_query * rate * 86_400.0;
+    assert!(lo > 0.0 && lo <= hi, "{b}");
+    assert!(day > 0.5 * lo && day < 2.0 * hi, "{day} against {log}");
+    assert!(b["latency_delta_ms"]["p99"]["ci95"].is_array(), "{b}");
+    assert!(
+        b["lower_bound"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w.as_str().unwrap().contains("production has 64 cores")),
+        "{b}"
+    );
+    assert!(stdout.contains("of log a day"), "{stdout}");
+    assert!(stdout.contains("lower bound"), "{stdout}");
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.contains("The bill at each rate"), "the bill's table");
     assert!(html.contains("chart-added_latency_p99"), "rate charts");
     assert!(html.contains("chart-server_utilisation"));
     let csv = std::fs::read_to_string(out.join("results.csv")).unwrap();
