@@ -58,7 +58,7 @@ impl<R: BufRead> PgCsvLog<R> {
             if first == 0 {
                 first = self.line_no;
             }
-            let text = String::from_utf8_lossy(&self.buf);
+            let text = super::text(&self.buf);
             let mut chars = text.chars().peekable();
             while let Some(c) = chars.next() {
                 if quoted {

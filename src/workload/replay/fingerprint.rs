@@ -9,41 +9,38 @@
 use super::lex::Dialect;
 
 /// The fingerprint of `sql`, as its server reads it (`"` quotes a name on PostgreSQL, a
-/// string in the MySQL family).
+/// string in the MySQL family). Walks the bytes: every character that means something here
+/// is ASCII, and a multi-byte character is only copied (lower-cased) or, when it is a space,
+/// taken as one.
 pub fn fingerprint(sql: &str, dialect: Dialect) -> String {
+    let b = sql.as_bytes();
     let mut out = String::with_capacity(sql.len());
-    let chars: Vec<char> = sql.chars().collect();
     let mut i = 0;
-    let space = |out: &mut String| {
-        if !out.is_empty() && !out.ends_with(' ') {
-            out.push(' ');
-        }
-    };
-    while i < chars.len() {
-        let c = chars[i];
-        let next = chars.get(i + 1).copied();
+    while i < b.len() {
+        let c = b[i];
+        let next = b.get(i + 1).copied();
         match c {
-            '"' if dialect == Dialect::Postgres => {
+            b'"' if dialect == Dialect::Postgres => {
                 // A quoted name (a doubled quote is one quote in it): kept as written.
                 let start = i;
                 i += 1;
-                while i < chars.len() {
-                    match chars[i] {
-                        '"' if chars.get(i + 1) == Some(&'"') => i += 2,
-                        '"' => break,
+                while i < b.len() {
+                    match b[i] {
+                        b'"' if b.get(i + 1) == Some(&b'"') => i += 2,
+                        b'"' => break,
                         _ => i += 1,
                     }
                 }
-                i = (i + 1).min(chars.len());
-                out.extend(&chars[start..i]);
+                i = (i + 1).min(b.len());
+                out.push_str(&sql[start..i]);
             }
-            '\'' | '"' => {
+            b'\'' | b'"' => {
                 // A quoted string (doubled quotes and backslashes escape): one `?`.
                 i += 1;
-                while i < chars.len() {
-                    match chars[i] {
-                        '\\' => i += 2,
-                        q if q == c && chars.get(i + 1) == Some(&c) => i += 2,
+                while i < b.len() {
+                    match b[i] {
+                        b'\\' => i += 2,
+                        q if q == c && b.get(i + 1) == Some(&c) => i += 2,
                         q if q == c => break,
                         _ => i += 1,
                     }
@@ -51,60 +48,92 @@ pub fn fingerprint(sql: &str, dialect: Dialect) -> String {
                 out.push('?');
                 i += 1;
             }
-            '-' if next == Some('-') => {
-                while i < chars.len() && chars[i] != '\n' {
-                    i += 1;
-                }
-            }
-            '#' => {
-                while i < chars.len() && chars[i] != '\n' {
-                    i += 1;
-                }
-            }
-            '/' if next == Some('*') => {
+            b'-' if next == Some(b'-') => i = line_end(b, i),
+            b'#' => i = line_end(b, i),
+            b'/' if next == Some(b'*') => {
                 i += 2;
-                while i < chars.len() && !(chars[i] == '*' && chars.get(i + 1) == Some(&'/')) {
+                while i < b.len() && !(b[i] == b'*' && b.get(i + 1) == Some(&b'/')) {
                     i += 1;
                 }
                 i += 2;
                 space(&mut out);
             }
-            c if c.is_whitespace() => {
+            b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c => {
                 space(&mut out);
                 i += 1;
             }
-            '$' if next.is_some_and(|n| n.is_ascii_digit()) => {
+            b'$' if next.is_some_and(|n| n.is_ascii_digit()) => {
                 i += 1;
-                while i < chars.len() && chars[i].is_ascii_digit() {
+                while i < b.len() && b[i].is_ascii_digit() {
                     i += 1;
                 }
                 out.push('?');
             }
-            c if c.is_ascii_digit() && !out.chars().last().is_some_and(is_word) => {
+            c if c.is_ascii_digit() && !out.chars().next_back().is_some_and(is_word) => {
                 // A number (0x.., 1.5e3, -1 keeps its sign as an operator).
                 i += 1;
-                while i < chars.len() && (chars[i].is_ascii_alphanumeric() || chars[i] == '.') {
+                while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'.') {
                     i += 1;
                 }
                 out.push('?');
             }
-            '`' => {
+            b'`' => {
                 // A quoted name: kept, lower-cased, without its quotes.
                 i += 1;
-                while i < chars.len() && chars[i] != '`' {
-                    out.extend(chars[i].to_lowercase());
-                    i += 1;
+                while i < b.len() && b[i] != b'`' {
+                    i = push_lower(&mut out, sql, i);
                 }
                 i += 1;
             }
-            c => {
-                out.extend(c.to_lowercase());
+            c if c.is_ascii() => {
+                out.push(c.to_ascii_lowercase() as char);
                 i += 1;
+            }
+            _ => {
+                match sql.get(i..).and_then(|s| s.chars().next()) {
+                    Some(ch) if ch.is_whitespace() => {
+                        space(&mut out);
+                        i += ch.len_utf8();
+                    }
+                    _ => i = push_lower(&mut out, sql, i),
+                }
             }
         }
     }
     let trimmed = out.trim().trim_end_matches(';').trim_end();
     fold_lists(trimmed)
+}
+
+/// One space, unless the fingerprint is empty or ends with one.
+fn space(out: &mut String) {
+    if !out.is_empty() && !out.ends_with(' ') {
+        out.push(' ');
+    }
+}
+
+/// Where the line that `at` is on ends (its newline, or the end).
+fn line_end(b: &[u8], at: usize) -> usize {
+    b[at..]
+        .iter()
+        .position(|&c| c == b'\n')
+        .map_or(b.len(), |p| at + p)
+}
+
+/// Push the character at byte `i` of `sql` lower-cased; the byte after it.
+fn push_lower(out: &mut String, sql: &str, i: usize) -> usize {
+    let c = sql.as_bytes()[i];
+    if c.is_ascii() {
+        out.push(c.to_ascii_lowercase() as char);
+        return i + 1;
+    }
+    match sql.get(i..).and_then(|s| s.chars().next()) {
+        Some(ch) => {
+            out.extend(ch.to_lowercase());
+            i + ch.len_utf8()
+        }
+        // (Not at a character's start: a byte skipped by an escape; step over it.)
+        None => i + 1,
+    }
 }
 
 fn is_word(c: char) -> bool {
@@ -156,6 +185,131 @@ pub fn digest(fingerprint: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The walk over characters the byte walk replaced, kept as its reference.
+    fn by_chars(sql: &str, dialect: Dialect) -> String {
+        let mut out = String::with_capacity(sql.len());
+        let chars: Vec<char> = sql.chars().collect();
+        let mut i = 0;
+        let space = |out: &mut String| {
+            if !out.is_empty() && !out.ends_with(' ') {
+                out.push(' ');
+            }
+        };
+        while i < chars.len() {
+            let c = chars[i];
+            let next = chars.get(i + 1).copied();
+            match c {
+                '"' if dialect == Dialect::Postgres => {
+                    // A quoted name (a doubled quote is one quote in it): kept as written.
+                    let start = i;
+                    i += 1;
+                    while i < chars.len() {
+                        match chars[i] {
+                            '"' if chars.get(i + 1) == Some(&'"') => i += 2,
+                            '"' => break,
+                            _ => i += 1,
+                        }
+                    }
+                    i = (i + 1).min(chars.len());
+                    out.extend(&chars[start..i]);
+                }
+                '\'' | '"' => {
+                    // A quoted string (doubled quotes and backslashes escape): one `?`.
+                    i += 1;
+                    while i < chars.len() {
+                        match chars[i] {
+                            '\\' => i += 2,
+                            q if q == c && chars.get(i + 1) == Some(&c) => i += 2,
+                            q if q == c => break,
+                            _ => i += 1,
+                        }
+                    }
+                    out.push('?');
+                    i += 1;
+                }
+                '-' if next == Some('-') => {
+                    while i < chars.len() && chars[i] != '\n' {
+                        i += 1;
+                    }
+                }
+                '#' => {
+                    while i < chars.len() && chars[i] != '\n' {
+                        i += 1;
+                    }
+                }
+                '/' if next == Some('*') => {
+                    i += 2;
+                    while i < chars.len() && !(chars[i] == '*' && chars.get(i + 1) == Some(&'/')) {
+                        i += 1;
+                    }
+                    i += 2;
+                    space(&mut out);
+                }
+                c if c.is_whitespace() => {
+                    space(&mut out);
+                    i += 1;
+                }
+                '$' if next.is_some_and(|n| n.is_ascii_digit()) => {
+                    i += 1;
+                    while i < chars.len() && chars[i].is_ascii_digit() {
+                        i += 1;
+                    }
+                    out.push('?');
+                }
+                c if c.is_ascii_digit() && !out.chars().last().is_some_and(is_word) => {
+                    // A number (0x.., 1.5e3, -1 keeps its sign as an operator).
+                    i += 1;
+                    while i < chars.len() && (chars[i].is_ascii_alphanumeric() || chars[i] == '.') {
+                        i += 1;
+                    }
+                    out.push('?');
+                }
+                '`' => {
+                    // A quoted name: kept, lower-cased, without its quotes.
+                    i += 1;
+                    while i < chars.len() && chars[i] != '`' {
+                        out.extend(chars[i].to_lowercase());
+                        i += 1;
+                    }
+                    i += 1;
+                }
+                c => {
+                    out.extend(c.to_lowercase());
+                    i += 1;
+                }
+            }
+        }
+        let trimmed = out.trim().trim_end_matches(';').trim_end();
+        fold_lists(trimmed)
+    }
+
+    #[test]
+    fn the_byte_walk_agrees_with_the_character_walk() {
+        // Pieces that mean something (quotes, escapes, comments, numbers, names, spaces of
+        // every kind, letters that lower-case to more than one byte), glued at random.
+        let pieces = [
+            "SELECT", " ", "\t", "\n", "\u{a0}", "\u{2003}", "x", "É", "İ", "ß", "日本", "'",
+            "\"", "`", "\\", "''", "\"\"", "--", "#", "/*", "*/", "$1", "$", "12", "0x1F",
+            "1.5e3", "-", "(", ")", ",", "?", ";", "in", "VALUES", "_a9", "Ω", "\u{85}", "\u{b}",
+        ];
+        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for _ in 0..20_000 {
+            let n = 1 + next() % 24;
+            let sql: String = (0..n)
+                .map(|_| pieces[(next() % pieces.len() as u64) as usize])
+                .collect();
+            for d in [Dialect::Mysql, Dialect::Postgres] {
+                assert_eq!(super::fingerprint(&sql, d), by_chars(&sql, d), "{sql:?} {d:?}");
+            }
+        }
+    }
 
     fn fingerprint(sql: &str) -> String {
         super::fingerprint(sql, Dialect::Mysql)

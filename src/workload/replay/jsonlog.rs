@@ -182,7 +182,7 @@ impl<R: BufRead> Read for AsStderr<R> {
             {
                 return Ok(0);
             }
-            let text = String::from_utf8_lossy(&self.line);
+            let text = super::text(&self.line);
             match serde_json::from_str::<Value>(text.trim())
                 .ok()
                 .as_ref()

@@ -30,6 +30,15 @@ pub trait LogReader: Iterator<Item = Entry> {
 /// much at most).
 pub const MAX_STATEMENT: usize = 16 << 20;
 
+/// A line's bytes as text: borrowed when they are UTF-8 (the common case, checked by the
+/// standard library's fast validation), else with U+FFFD for what is not.
+pub(crate) fn text(buf: &[u8]) -> std::borrow::Cow<'_, str> {
+    match std::str::from_utf8(buf) {
+        Ok(s) => std::borrow::Cow::Borrowed(s),
+        Err(_) => String::from_utf8_lossy(buf),
+    }
+}
+
 /// Read the next line of `input` into `buf` (emptied first) and count it in `line_no`; false
 /// at the end of the input (a read error ends it too: what was read stands). A longer line
 /// than `MAX_STATEMENT` keeps its first `MAX_STATEMENT` + 64 KB bytes (so its statement,

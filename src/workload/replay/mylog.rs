@@ -116,7 +116,8 @@ pub fn is_general_line(line: &str) -> bool {
 
 /// The server's own lines at the top of a log (and after each restart or flush).
 fn header(line: &str) -> bool {
-    line.contains(", Version: ") && line.ends_with("started with:")
+    // (Every line passes here: the cheap tests first.)
+    line.ends_with("started with:") && line.contains(", Version: ")
         || line.starts_with("Tcp port: ")
         || line.starts_with("Time") && line.contains("Id Command") && line.contains("Argument")
         || line.starts_with("Time                 Id Command")
@@ -179,7 +180,7 @@ impl<R: BufRead> Iterator for GeneralLog<R> {
                 self.done = true;
                 break;
             }
-            let text = String::from_utf8_lossy(&self.buf);
+            let text = super::text(&self.buf);
             let line = text.trim_end_matches('\n').trim_end_matches('\r');
             if header(line) {
                 if let Some(e) = self.pending.take() {
@@ -299,9 +300,13 @@ impl<R: BufRead> SlowLog<R> {
     }
 
     fn read_line(&mut self) {
-        let text = String::from_utf8_lossy(&self.buf).into_owned();
+        // The line read in place (no copy when it is UTF-8), its buffer lent back after.
+        let buf = std::mem::take(&mut self.buf);
+        let text = super::text(&buf);
         let line = text.trim_end_matches('\n').trim_end_matches('\r');
         self.read(line);
+        drop(text);
+        self.buf = buf;
     }
 
     fn read(&mut self, line: &str) {
@@ -333,6 +338,10 @@ impl<R: BufRead> SlowLog<R> {
                 ..Default::default()
             });
         } else if let Some(rest) = line.strip_prefix("# ") {
+            // The lines every entry has that say nothing read here (the cheap test first).
+            if rest.starts_with("Query_time: ") || rest.starts_with("Rows_affected: ") {
+                return;
+            }
             if let (Some(b), Some((_, id))) = (self.block.as_mut(), rest.split_once("Thread_id: "))
             {
                 b.session = num(id.split_whitespace().next().unwrap_or("")).unwrap_or(0) as u64;
@@ -344,11 +353,12 @@ impl<R: BufRead> SlowLog<R> {
                 }
             }
         } else if let Some(b) = self.block.as_mut() {
-            let lower = line.to_ascii_lowercase();
-            if b.sql.is_empty() && lower.starts_with("use ") && line.ends_with(';') {
+            let starts = |p: &str| line.get(..p.len()).is_some_and(|h| h.eq_ignore_ascii_case(p));
+            if b.sql.is_empty() && starts("use ") && line.ends_with(';') {
                 b.db = Some(line[4..line.len() - 1].trim().trim_matches('`').to_string());
             } else if b.sql.is_empty()
-                && let Some(at) = session_set(&lower)
+                && starts("set ")
+                && let Some(at) = session_set(&line.to_ascii_lowercase())
             {
                 // `SET timestamp=N;`, or with the replication values the server logs before a
                 // statement (`SET insert_id=5,timestamp=N;`): the entry's facts, no statement.

@@ -251,7 +251,13 @@ impl<R: BufRead> PgStderrLog<R> {
     }
 
     fn read_line(&mut self) {
-        let text = String::from_utf8_lossy(&self.buf).into_owned();
+        // The line read in place (no copy when it is UTF-8), its buffer lent back after.
+        let buf = std::mem::take(&mut self.buf);
+        self.read_text(&super::text(&buf));
+        self.buf = buf;
+    }
+
+    fn read_text(&mut self, text: &str) {
         let line = text.trim_end_matches('\n').trim_end_matches('\r');
         if let Some(h) = super::pgsyslog::header(line) {
             return self.read_shipped(h);
