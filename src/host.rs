@@ -169,6 +169,11 @@ pub fn process_tree_cpu(root: u32) -> Option<CpuSnapshot> {
     for pid in pids {
         match process_cpu(pid).and_then(|s| s.threads_ns) {
             Some(t) => threads.extend(t),
+            // A child that exited since the scan (a backend that closed, a short-lived
+            // helper) has no threads to count: its time comes back through the ticks once it
+            // is reaped, and `used_until` sees its threads gone. Only one that is there and
+            // cannot be read leaves the figures incomplete.
+            None if !std::path::Path::new(&format!("/proc/{pid}")).exists() => {}
             None => complete = false,
         }
     }

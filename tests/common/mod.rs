@@ -338,3 +338,51 @@ pub fn epoch_ms(t: &str) -> i64 {
     let ms = if t.len() > 20 { n(20, 23) } else { 0 };
     ((days * 24 + n(11, 13)) * 60 + n(14, 16)) * 60_000 + n(17, 19) * 1000 + ms
 }
+
+/// A `dbtax capture` under way: started by `Capture::start`, ended by `finish`.
+pub struct Capture {
+    pub child: std::process::Child,
+    /// Its words so far.
+    pub said: String,
+    /// The rest of its stderr.
+    pub err: std::io::BufReader<std::process::ChildStderr>,
+}
+
+impl Capture {
+    /// `dbtax capture --for SECS --target TARGET --out OUT` started with `dbtax` (the binary's
+    /// command), once it says the log is on.
+    pub fn start(mut dbtax: Command, secs: &str, target: &str, out: &Path) -> Capture {
+        use std::process::Stdio;
+        let mut child = dbtax
+            .args(["capture", "--for", secs, "--target", target])
+            .arg("--out")
+            .arg(out)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
+        let mut said = String::new();
+        while !said.contains("capturing every statement") {
+            let mut line = String::new();
+            let n = std::io::BufRead::read_line(&mut err, &mut line).unwrap();
+            assert!(n > 0, "capture ended before it began: {said}");
+            said += &line;
+        }
+        Capture { child, said, err }
+    }
+
+    /// Let it end by itself (checked to be still running: what the test did fell within its
+    /// time); its exit code and every word it said.
+    pub fn finish(mut self) -> (Option<i32>, String) {
+        assert!(
+            self.child.try_wait().unwrap().is_none(),
+            "the capture ended before the sessions did: {}",
+            self.said
+        );
+        std::io::Read::read_to_string(&mut self.err, &mut self.said).unwrap();
+        let o = self.child.wait_with_output().unwrap();
+        self.said += &String::from_utf8_lossy(&o.stdout);
+        (o.status.code(), self.said)
+    }
+}

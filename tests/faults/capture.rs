@@ -11,24 +11,11 @@ fn start_capture(
     out: &Path,
     secs: &str,
 ) -> (Child, String, std::thread::JoinHandle<String>) {
-    let args: Vec<String> = ["capture", "--for", secs, "--target"]
-        .map(String::from)
-        .into_iter()
-        .chain([
-            ctx.socket_url("f_capture"),
-            "--out".into(),
-            out.display().to_string(),
-        ])
-        .collect();
-    let mut child = ctx.spawn(&args);
-    let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
-    let mut said = String::new();
-    while !said.contains("capturing every statement") {
-        let mut line = String::new();
-        let n = std::io::BufRead::read_line(&mut err, &mut line).unwrap();
-        assert!(n > 0, "capture ended before it began: {said}");
-        said += &line;
-    }
+    let common::Capture {
+        child,
+        said,
+        mut err,
+    } = common::Capture::start(ctx.dbtax(), secs, &ctx.socket_url("f_capture"), out);
     let rest = std::thread::spawn(move || {
         let mut s = String::new();
         let _ = std::io::Read::read_to_string(&mut err, &mut s);

@@ -28,23 +28,7 @@ fn capture_slow_log(ctx: &Ctx, path: &Path) -> u64 {
     ]
     .map(|v| ctx.var(v));
     // Long enough for the sessions on a busy machine; they are checked to end within it.
-    let mut child = ctx
-        .dbtax()
-        .args(["capture", "--for", "8s", "--target", &ctx.url("")])
-        .arg("--out")
-        .arg(path)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
-    let mut said = String::new();
-    while !said.contains("capturing every statement") {
-        let mut line = String::new();
-        let n = std::io::BufRead::read_line(&mut err, &mut line).unwrap();
-        assert!(n > 0, "capture ended before it began: {said}");
-        said += &line;
-    }
+    let capture = common::Capture::start(ctx.dbtax(), "8s", &ctx.url(""), path);
     let updates = std::sync::atomic::AtomicU64::new(0);
     std::thread::scope(|s| {
         for session in 0..3u64 {
@@ -82,14 +66,8 @@ fn capture_slow_log(ctx: &Ctx, path: &Path) -> u64 {
             });
         }
     });
-    assert!(
-        child.try_wait().unwrap().is_none(),
-        "the capture ended before the sessions did: {said}"
-    );
-    std::io::Read::read_to_string(&mut err, &mut said).unwrap();
-    let o = child.wait_with_output().unwrap();
-    said += &String::from_utf8_lossy(&o.stdout);
-    assert_eq!(o.status.code(), Some(0), "{said}");
+    let (code, said) = capture.finish();
+    assert_eq!(code, Some(0), "{said}");
     assert!(said.contains("statements in 3 sessions"), "{said}");
     assert!(said.contains("--log "), "{said}");
     // Put back exactly as found.

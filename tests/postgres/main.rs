@@ -273,6 +273,37 @@ fn a_run_measures_statement_logging_and_puts_auto_conf_back_byte_for_byte(ctx: &
     assert!(left, "a journal table is left");
 }
 
+/// `--at-rate`: log_statement at a fixed rate, and the bill there (the log a day with its
+/// interval, the p99 added), said first; postgresql.auto.conf as found after.
+fn the_bill_at_a_rate_is_said_first(ctx: &Ctx) {
+    let conf = preset_auto_conf(ctx);
+    let mut args = ctx.run_args("dbtax", &["log-statement"], "0.5s", "3");
+    args.extend(["--at-rate".into(), "400/s".into()]);
+    let o = ctx.run(&args);
+    ok(&o);
+    let out = args[args.iter().position(|a| a == "--out").unwrap() + 1].clone();
+    let v = validate_results(&Path::new(&out).join("results.json"));
+    let bill = v["bill"].as_array().unwrap();
+    assert_eq!(bill.len(), 1, "{bill:?}");
+    let b = &bill[0];
+    assert_eq!(b["variant"], "log-statement");
+    assert_eq!(b["level"], "400/s");
+    let day = &b["log_bytes_per_day"];
+    assert!(day["ci95"][0].as_f64().unwrap() > 0.0, "{b}");
+    // 400 events of select-only a second, ~100 bytes of log each: gigabytes a day.
+    assert!(day["value"].as_f64().unwrap() > 1e9, "{b}");
+    assert!(b["latency_delta_ms"]["p99"]["ci95"].is_array(), "{b}");
+    let words = text(&o);
+    let first = words
+        .lines()
+        .find(|l| l.starts_with("At "))
+        .unwrap_or_default();
+    assert!(first.contains("of log a day"), "{words}");
+    assert_eq!(ctx.auto_conf(), conf);
+    assert_eq!(ctx.show("log_statement"), "none");
+    assert_eq!(ctx.journals(), 0);
+}
+
 fn ctrl_c_restores_auto_conf_byte_for_byte(ctx: &Ctx) {
     let conf = preset_auto_conf(ctx);
     let args = ctx.run_args("dbtax", &["log-statement"], "2s", "20");
@@ -517,6 +548,7 @@ fn dbtax_scenarios() -> &'static [common::Scenario<Ctx>] {
         bench_reuses_pgbench_tables_with_their_row_counts_unchanged,
         a_run_measures_statement_logging_and_puts_auto_conf_back_byte_for_byte,
         another_clients_statements_withhold_the_server_cpu,
+        the_bill_at_a_rate_is_said_first,
         ctrl_c_restores_auto_conf_byte_for_byte,
         kill_9_then_restore_puts_auto_conf_back,
         a_user_without_privileges_gets_exit_2_and_nothing_changes,

@@ -261,23 +261,7 @@ pub(crate) fn a_capture_by_dbtax_replays_and_leaves_the_conf_as_found(ctx: &Ctx)
     let before = ctx.show("log_min_duration_statement");
     let path = ctx.work.join("pg-dbtax-capture.log");
     // Long enough for the sessions on a busy machine; they are checked to end within it.
-    let mut child = ctx
-        .dbtax()
-        .args(["capture", "--for", "8s", "--target", &ctx.url(db)])
-        .arg("--out")
-        .arg(&path)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
-    let mut said = String::new();
-    while !said.contains("capturing every statement") {
-        let mut line = String::new();
-        let n = std::io::BufRead::read_line(&mut err, &mut line).unwrap();
-        assert!(n > 0, "capture ended before it began: {said}");
-        said += &line;
-    }
+    let capture = common::Capture::start(ctx.dbtax(), "8s", &ctx.url(db), &path);
     std::thread::scope(|s| {
         for session in 0..2i32 {
             s.spawn(move || {
@@ -291,14 +275,8 @@ pub(crate) fn a_capture_by_dbtax_replays_and_leaves_the_conf_as_found(ctx: &Ctx)
             });
         }
     });
-    assert!(
-        child.try_wait().unwrap().is_none(),
-        "the capture ended before the sessions did: {said}"
-    );
-    std::io::Read::read_to_string(&mut err, &mut said).unwrap();
-    let o = child.wait_with_output().unwrap();
-    said += &String::from_utf8_lossy(&o.stdout);
-    assert_eq!(o.status.code(), Some(0), "{said}");
+    let (code, said) = capture.finish();
+    assert_eq!(code, Some(0), "{said}");
     assert_eq!(ctx.auto_conf(), conf, "{said}");
     assert_eq!(ctx.show("log_min_duration_statement"), before, "{said}");
     assert_eq!(ctx.journals(), 0);

@@ -89,15 +89,13 @@ pub fn fingerprint(sql: &str, dialect: Dialect) -> String {
                 out.push(c.to_ascii_lowercase() as char);
                 i += 1;
             }
-            _ => {
-                match sql.get(i..).and_then(|s| s.chars().next()) {
-                    Some(ch) if ch.is_whitespace() => {
-                        space(&mut out);
-                        i += ch.len_utf8();
-                    }
-                    _ => i = push_lower(&mut out, sql, i),
+            _ => match sql.get(i..).and_then(|s| s.chars().next()) {
+                Some(ch) if ch.is_whitespace() => {
+                    space(&mut out);
+                    i += ch.len_utf8();
                 }
-            }
+                _ => i = push_lower(&mut out, sql, i),
+            },
         }
     }
     let trimmed = out.trim().trim_end_matches(';').trim_end();
@@ -289,9 +287,9 @@ mod tests {
         // Pieces that mean something (quotes, escapes, comments, numbers, names, spaces of
         // every kind, letters that lower-case to more than one byte), glued at random.
         let pieces = [
-            "SELECT", " ", "\t", "\n", "\u{a0}", "\u{2003}", "x", "É", "İ", "ß", "日本", "'",
-            "\"", "`", "\\", "''", "\"\"", "--", "#", "/*", "*/", "$1", "$", "12", "0x1F",
-            "1.5e3", "-", "(", ")", ",", "?", ";", "in", "VALUES", "_a9", "Ω", "\u{85}", "\u{b}",
+            "SELECT", " ", "\t", "\n", "\u{a0}", "\u{2003}", "x", "É", "İ", "ß", "日本", "'", "\"",
+            "`", "\\", "''", "\"\"", "--", "#", "/*", "*/", "$1", "$", "12", "0x1F", "1.5e3", "-",
+            "(", ")", ",", "?", ";", "in", "VALUES", "_a9", "Ω", "\u{85}", "\u{b}",
         ];
         let mut state = 0x9e37_79b9_7f4a_7c15_u64;
         let mut next = || {
@@ -306,7 +304,11 @@ mod tests {
                 .map(|_| pieces[(next() % pieces.len() as u64) as usize])
                 .collect();
             for d in [Dialect::Mysql, Dialect::Postgres] {
-                assert_eq!(super::fingerprint(&sql, d), by_chars(&sql, d), "{sql:?} {d:?}");
+                assert_eq!(
+                    super::fingerprint(&sql, d),
+                    by_chars(&sql, d),
+                    "{sql:?} {d:?}"
+                );
             }
         }
     }

@@ -288,7 +288,12 @@ impl<R: BufRead> SlowLog<R> {
                 what: What::InitDb(db),
             });
         }
-        let sql = b.sql.trim().trim_end_matches(';').trim_end().to_string();
+        // Trimmed in place (the statement's own buffer becomes the entry's).
+        let mut sql = b.sql;
+        let end = sql.trim_end().trim_end_matches(';').trim_end().len();
+        sql.truncate(end);
+        let start = sql.len() - sql.trim_start().len();
+        sql.drain(..start);
         if !sql.is_empty() {
             self.ready.push_back(Entry {
                 line: b.line,
@@ -342,8 +347,10 @@ impl<R: BufRead> SlowLog<R> {
             if rest.starts_with("Query_time: ") || rest.starts_with("Rows_affected: ") {
                 return;
             }
-            if let (Some(b), Some((_, id))) = (self.block.as_mut(), rest.split_once("Thread_id: "))
-            {
+            let thread = rest
+                .strip_prefix("Thread_id: ")
+                .or_else(|| rest.split_once("Thread_id: ").map(|(_, id)| id));
+            if let (Some(b), Some(id)) = (self.block.as_mut(), thread) {
                 b.session = num(id.split_whitespace().next().unwrap_or("")).unwrap_or(0) as u64;
                 // Percona Server names the statement's database there ("Schema: shop").
                 if let Some((_, db)) = rest.split_once("Schema: ")
@@ -353,7 +360,10 @@ impl<R: BufRead> SlowLog<R> {
                 }
             }
         } else if let Some(b) = self.block.as_mut() {
-            let starts = |p: &str| line.get(..p.len()).is_some_and(|h| h.eq_ignore_ascii_case(p));
+            let starts = |p: &str| {
+                line.get(..p.len())
+                    .is_some_and(|h| h.eq_ignore_ascii_case(p))
+            };
             if b.sql.is_empty() && starts("use ") && line.ends_with(';') {
                 b.db = Some(line[4..line.len() - 1].trim().trim_matches('`').to_string());
             } else if b.sql.is_empty()
