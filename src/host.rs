@@ -114,12 +114,20 @@ pub fn process_cpu(pid: u32) -> Option<CpuSnapshot> {
     let threads_ns = std::fs::read_dir(format!("/proc/{pid}/task"))
         .ok()
         .and_then(|dir| {
-            dir.map(|e| {
-                let e = e.ok()?;
-                let tid: u32 = e.file_name().to_str()?.parse().ok()?;
-                let text = std::fs::read_to_string(e.path().join("schedstat")).ok()?;
-                let ns: u64 = text.split_whitespace().next()?.parse().ok()?;
-                Some((tid, ns))
+            dir.filter_map(|e| {
+                let Ok(e) = e else { return Some(None) };
+                let tid: Option<u32> = e.file_name().to_str().and_then(|s| s.parse().ok());
+                let ns: Option<u64> = std::fs::read_to_string(e.path().join("schedstat"))
+                    .ok()
+                    .and_then(|t| t.split_whitespace().next()?.parse().ok());
+                match (tid, ns) {
+                    (Some(tid), Some(ns)) => Some(Some((tid, ns))),
+                    // A thread that ended since the listing (a connection's, a test's): it
+                    // has no time left to read, and `used_until` sees it gone.
+                    _ if !e.path().exists() => None,
+                    // One that is there and cannot be read: the figures are incomplete.
+                    _ => Some(None),
+                }
             })
             .collect::<Option<std::collections::BTreeMap<u32, u64>>>()
         });
