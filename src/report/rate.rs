@@ -168,7 +168,11 @@ pub fn bill_words(r: &Results, b: &crate::results::Bill) -> String {
         parts.push(format!("{} of WAL a day", bytes_words(w)));
     }
     if let Some(d) = &b.latency_delta_ms {
-        parts.push(format!("{} at p99", ms(&d.p99)));
+        parts.push(if Interval::estimate(&d.p99).spans_zero() {
+            format!("nothing measurable at p99 ({}, within noise)", ms(&d.p99))
+        } else {
+            format!("{} at p99", ms(&d.p99))
+        });
     }
     let mut s = format!(
         "At {:.0} queries/s ({}, {} {}) {who} adds {}.",
