@@ -410,7 +410,7 @@ pub struct RunArgs {
     #[arg(help_heading = "Experiment", long, value_parser = crate::units::duration)]
     pub warmup: Option<Duration>,
     /// Repeats of each variant per thread count: a block runs every variant once in a random
-    /// order (with two variants a block is ABBA or BAAB, two repeats).
+    /// order (with two variants a block is four trials, two of each: two repeats).
     #[arg(help_heading = "Statistics", long, conflicts_with = "precision")]
     pub repeats: Option<u32>,
     /// Add blocks until every 95% CI half-width is at most P percentage points (or --budget).

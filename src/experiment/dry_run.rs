@@ -87,7 +87,7 @@ pub fn render(exp: &Experiment, label: &str, version: &str, plan: &Plan) -> Resu
     }
     s += &if per == 2 {
         format!(
-            "  order      blocks of four trials, ABBA or BAAB (each twice per pass, in a random order), thread counts shuffled per round (seed {})\n",
+            "  order      blocks of four trials, two of each, in orders drawn to keep the feature balanced against the two trials before, thread counts shuffled per round (seed {})\n",
             exp.seed
         )
     } else {

@@ -84,14 +84,14 @@ pub fn preflight(exp: &Experiment, server: &Server, restart_cmd: Option<&str>) -
         notes.push(match (per, exp.open_loop.is_none()) {
             (1, _) => "blocks: one trial of each variant".into(),
             (_, true) => format!(
-                "blocks: four trials, each variant twice (ABBA or BAAB), counted as {per} \
-                 repeats: a carry-over from one trial into the next one or two is estimated and \
+                "blocks: four trials, each variant twice (in the orders that keep the \
+                 feature balanced against the trial before and the one before that), counted \
+                 as {per} repeats: a carry-over from one trial into the next one or two is estimated and \
                  taken out of the cost, which blocks of one each cannot tell from it (an odd \
                  --repeats runs one more of each)"
             ),
             (_, false) => format!(
-                "blocks: four trials, each variant twice (ABBA or BAAB), counted as {per} \
-                 repeats (an odd --repeats runs one more of each)"
+                "blocks: four trials, each variant twice, counted as {per} repeats (an odd --repeats runs one more of each)"
             ),
         });
     }

@@ -179,6 +179,7 @@ pub fn run(
     let mut run = Loop::new(exp, calibration);
     if exp.warmup_round {
         run.warmup_round(bench, observer)?;
+        run.orders.start_counting();
     }
     for r in 0u32.. {
         let need = run.needed(r, bench);
@@ -496,6 +497,7 @@ impl<'e> Loop<'e> {
                 self.cells[cell].trials.pop().expect("this block's trial");
             }
             self.set_aside_at[point] += repeats;
+            self.orders.set_aside(point as u32);
             observer.status(&format!(
                 "block {} at {threads} threads set aside: {why}; the features are switched off \
                  until it answers, and the block is run again while the run allows",
@@ -521,6 +523,7 @@ impl<'e> Loop<'e> {
                         self.set_aside[cell].push(t);
                     }
                     self.set_aside_at[point] += repeats;
+                    self.orders.set_aside(point as u32);
                     self.disturbed.push(DisturbedBlock {
                         block: r,
                         threads,

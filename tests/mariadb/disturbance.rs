@@ -128,7 +128,7 @@ pub(crate) fn a_cpu_hog_marks_its_blocks_disturbed_and_they_are_run_again(ctx: &
             assert!(!blocks.contains(&t["block"].as_u64().unwrap()), "{t}");
         }
         // Whole blocks set aside: every variant's trials of each disturbed block are kept
-        // (two of each in a two-variant block, ABBA or BAAB), none of another block.
+        // (two of each in a two-variant block), none of another block.
         let mut aside: Vec<u64> = c["disturbed_trials"]
             .as_array()
             .unwrap()

@@ -124,7 +124,7 @@ fn a_carry_over_lasting_two_trials_under_the_demos_precision_rule() {
 
 #[test]
 fn two_variants_estimate_a_second_trial_and_name_a_transient() {
-    // With two variants the blocks repeat each (ABBA, BAAB): the lag-2 term is estimated in
+    // With two variants the blocks repeat each (two of each): the lag-2 term is estimated in
     // every run (with blocks of one each it was the same column as the cost and lag 1, and
     // the results said so), and a transient the warm-up left is named.
     let runs = simulate(

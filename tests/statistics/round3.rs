@@ -1,7 +1,8 @@
 //! Round 3: two variants with a carry-over lasting two trials. Blocks of one each put the
 //! trial two after a switch in the same place in every block, so such a carry-over is taken
-//! for the feature's cost; the extra-period blocks (ABBA, BAAB, AABB, BBAA) separate it, at
-//! little cost in width when there is none.
+//! for the feature's cost; blocks of two of each, in the orders that keep the feature's
+//! contrast balanced against both lags (`experiment::order`), separate it, at little cost in
+//! width when there is none.
 
 use super::*;
 
@@ -33,7 +34,7 @@ fn two_variants_with_a_carry_over_lasting_two_trials_are_covered_by_the_new_bloc
         rate_within(
             &format!(
                 "coverage at 8 threads of {threads:?}, two variants, 5% carry-over over two \
-                 trials, extra-period blocks"
+                 trials, two-of-each blocks"
             ),
             k,
             new.len(),
@@ -52,15 +53,13 @@ fn two_variants_with_a_carry_over_lasting_two_trials_are_covered_by_the_new_bloc
 
 #[test]
 fn with_no_carry_over_the_new_blocks_cost_little_width_in_a_sweep() {
-    // Over a sweep of thread counts the carry-over terms are fitted on every point's trials
-    // and the new blocks are as narrow as the old; at a single thread count the old blocks
-    // (which there correct for nothing: AB and BA alternate, and a lag-1 carry-over is
-    // balanced) are narrower, and the figure is printed, not held to.
+    // The old blocks at a single thread count correct for nothing (AB and BA alternate, and
+    // a lag-1 carry-over is balanced); the new ones fit both lags, and pay for it only as far
+    // as the orders leave the feature's contrast leaning on them. ABBA and BAAB drawn at
+    // random (the design before the balance) came out ×1.36 at one thread count: this test
+    // failed with them.
     let truth = [0.0, 0.05];
-    for (threads, base, most) in [
-        (&[1, 4, 8, 64][..], 32_000_000, 1.10),
-        (&[8][..], 32_500_000, f64::INFINITY),
-    ] {
+    for (threads, base) in [(&[1, 4, 8, 64][..], 32_000_000), (&[8][..], 32_500_000)] {
         for repeats in [8, 16] {
             let new = simulate(base, &truth, |s| two(threads, repeats, false, s), |_| {});
             let old = simulate(base, &truth, |s| two(threads, repeats, true, s), |_| {});
@@ -69,7 +68,7 @@ fn with_no_carry_over_the_new_blocks_cost_little_width_in_a_sweep() {
             rate_within(
                 &format!(
                     "coverage at 8 threads of {threads:?}, no carry-over, {repeats} repeats, \
-                     extra-period blocks"
+                     two-of-each blocks"
                 ),
                 k,
                 new.len(),
@@ -79,7 +78,7 @@ fn with_no_carry_over_the_new_blocks_cost_little_width_in_a_sweep() {
                 "  mean half-width: {wn:.2} points (blocks of one each {wo:.2}): ×{:.3}",
                 wn / wo
             );
-            assert!(wn / wo <= most, "{wn} against {wo}");
+            assert!(wn / wo <= 1.10, "{wn} against {wo}");
         }
     }
 }
