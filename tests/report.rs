@@ -82,6 +82,55 @@ fn compare_snapshot() {
 }
 
 #[test]
+fn compare_shows_each_sides_bill_at_each_rate() {
+    let mut a = fixture("rate.json");
+    // (The fixture predates the bill: it is computed from its trials, as a run does.)
+    a.bill = dbtax::stats::bill::bills(&a);
+    assert!(!a.bill.is_empty(), "a rate-mode run has a bill");
+    let mut b = a.clone();
+    b.target.url = "mysql://other".into();
+    // B's server spent twice the CPU per query on the feature's trials.
+    for bill in &mut b.bill {
+        if let Some(c) = &mut bill.cpu_cores {
+            c.value *= 2.0;
+            c.ci95 = [c.ci95[0] * 2.0, c.ci95[1] * 2.0];
+        }
+    }
+    // And A's last bill is one B did not run.
+    let only_a = a.bill.last().unwrap().clone();
+    b.bill.retain(|x| {
+        !(x.level == only_a.level && x.threads == only_a.threads && x.variant == only_a.variant)
+    });
+    let rows = compare::bills(&a, &b);
+    assert_eq!(rows.len(), a.bill.len());
+    let first = &rows[0];
+    let (wa, wb) = (first.a.as_deref().unwrap(), first.b.as_deref().unwrap());
+    assert!(
+        wa.starts_with("At ") && wb.starts_with("At "),
+        "{wa} / {wb}"
+    );
+    assert_ne!(wa, wb, "each side its own figures");
+    assert!(rows.last().unwrap().b.is_none());
+    let text = compare::render_text(&a, &b);
+    assert!(text.contains("The bill at each rate:"), "{text}");
+    assert!(text.contains(wa) && text.contains(wb), "{text}");
+    assert!(text.contains("no bill at this rate"), "{text}");
+    // Rate-mode cells are compared at the same rate level, and named by it.
+    for p in compare::pairs(&a, &b) {
+        assert_eq!(
+            p.a.rate.as_ref().unwrap().level,
+            p.b.rate.as_ref().unwrap().level
+        );
+    }
+    assert!(text.contains("general-log @50%"), "{text}");
+    let page = compare::render_html(&a, &b);
+    assert!(page.contains("<h2>The bill at each rate</h2>"));
+    // A run with no bill (closed loop) adds nothing.
+    let closed = fixture("general-log.json");
+    assert!(!compare::render_text(&closed, &closed).contains("bill"));
+}
+
+#[test]
 fn compare_pairs_blocks_only_when_the_servers_ran_interleaved() {
     let mut a = fixture("general-log.json");
     // (The fixture predates the block numbers: its trials are in block order.)

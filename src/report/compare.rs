@@ -85,29 +85,134 @@ pub struct Pair<'a> {
     pub variant: &'a str,
     /// Client threads.
     pub threads: u32,
+    /// Rate mode: the rate level both ran at ("50%", "2000/s").
+    pub level: Option<&'a str>,
     /// The cell in A.
     pub a: &'a Cell,
     /// The cell in B.
     pub b: &'a Cell,
 }
 
-/// Cells present in both, in A's order.
+/// Cells present in both (same variant, threads and, in rate mode, rate level), in A's
+/// order.
 pub fn pairs<'a>(a: &'a Results, b: &'a Results) -> Vec<Pair<'a>> {
+    let level = |c: &'a Cell| c.rate.as_ref().map(|r| r.level.as_str());
     a.cells
         .iter()
         .filter_map(|ca| {
-            let cb = b
-                .cells
-                .iter()
-                .find(|cb| cb.variant == ca.variant && cb.threads == ca.threads)?;
+            let cb = b.cells.iter().find(|cb| {
+                cb.variant == ca.variant && cb.threads == ca.threads && level(cb) == level(ca)
+            })?;
             Some(Pair {
                 variant: &ca.variant,
                 threads: ca.threads,
+                level: level(ca),
                 a: ca,
                 b: cb,
             })
         })
         .collect()
+}
+
+/// The variant as the comparison's rows name it: with its rate level in rate mode.
+fn row_name(p: &Pair<'_>) -> String {
+    match p.level {
+        Some(l) => format!("{} @{l}", p.variant),
+        None => p.variant.to_string(),
+    }
+}
+
+/// The bill at a rate (`--at-rate`) that A or B has: its variant, threads and rate level,
+/// and each side's sentence (None: that side has no bill there).
+pub struct BillRow {
+    /// Variant name.
+    pub variant: String,
+    /// Client threads.
+    pub threads: u32,
+    /// The rate level as asked ("2000/s", "50%").
+    pub level: String,
+    /// A's bill in words.
+    pub a: Option<String>,
+    /// B's bill in words.
+    pub b: Option<String>,
+}
+
+/// Every (variant, threads, rate level) with a bill in A or B, A's order first.
+pub fn bills(a: &Results, b: &Results) -> Vec<BillRow> {
+    let mut rows: Vec<BillRow> = vec![];
+    for (side, r) in [(0, a), (1, b)] {
+        for bill in &r.bill {
+            let words = super::rate::bill_words(r, bill);
+            let at = rows.iter().position(|x| {
+                x.variant == bill.variant && x.threads == bill.threads && x.level == bill.level
+            });
+            let row = match at {
+                Some(i) => &mut rows[i],
+                None => {
+                    rows.push(BillRow {
+                        variant: bill.variant.clone(),
+                        threads: bill.threads,
+                        level: bill.level.clone(),
+                        a: None,
+                        b: None,
+                    });
+                    rows.last_mut().expect("just pushed")
+                }
+            };
+            if side == 0 {
+                row.a = Some(words);
+            } else {
+                row.b = Some(words);
+            }
+        }
+    }
+    rows
+}
+
+/// What a side without a bill at that point says.
+const NO_BILL: &str = "no bill at this rate (not run at it, or not in rate mode)";
+
+fn bills_text(a: &Results, b: &Results) -> String {
+    let rows = bills(a, b);
+    if rows.is_empty() {
+        return String::new();
+    }
+    let mut s = "\nThe bill at each rate:\n".to_string();
+    for r in rows {
+        let _ = writeln!(
+            s,
+            "  {} at {} {}, {}\n    A: {}\n    B: {}",
+            r.variant,
+            r.threads,
+            super::words::plural(r.threads),
+            r.level,
+            r.a.as_deref().unwrap_or(NO_BILL),
+            r.b.as_deref().unwrap_or(NO_BILL)
+        );
+    }
+    s
+}
+
+fn bills_html(a: &Results, b: &Results) -> String {
+    let rows = bills(a, b);
+    if rows.is_empty() {
+        return String::new();
+    }
+    let mut s = "<h2>The bill at each rate</h2>\n<table class=\"bill\"><tr><th>variant</th>\
+                 <th>threads</th><th>rate</th><th>A</th><th>B</th></tr>\n"
+        .to_string();
+    for r in rows {
+        let _ = writeln!(
+            s,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(&r.variant),
+            r.threads,
+            esc(&r.level),
+            esc(r.a.as_deref().unwrap_or(NO_BILL)),
+            esc(r.b.as_deref().unwrap_or(NO_BILL))
+        );
+    }
+    s + "</table>\n"
 }
 
 fn label(r: &Results) -> String {
@@ -142,7 +247,7 @@ pub fn render_text(a: &Results, b: &Results) -> String {
     for p in ps {
         s += &format!(
             "{:<14} {:>7} {:>10.0} {:>10.0}  {:<22}  {:<30} {:<30}\n",
-            p.variant,
+            row_name(&p),
             p.threads,
             p.a.qps_median,
             p.b.qps_median,
@@ -151,7 +256,7 @@ pub fn render_text(a: &Results, b: &Results) -> String {
             ov(p.b)
         );
     }
-    s + "\n" + method(paired) + "\n"
+    s + &bills_text(a, b) + "\n" + method(paired) + "\n"
 }
 
 /// The comparison as a self-contained page.
@@ -170,7 +275,7 @@ pub fn render_html<'a>(a: &'a Results, b: &'a Results) -> String {
         let _ = writeln!(
             s,
             "<tr><td>{}</td><td>{}</td><td>{:.0}</td><td>{:.0}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            esc(p.variant),
+            esc(&row_name(p)),
             p.threads,
             p.a.qps_median,
             p.b.qps_median,
@@ -180,9 +285,10 @@ pub fn render_html<'a>(a: &'a Results, b: &'a Results) -> String {
         );
     }
     let _ = writeln!(s, "</table>\n<p>{}</p>", esc(method(paired)));
+    s += &bills_html(a, b);
     let ticks: Vec<String> = ps
         .iter()
-        .map(|p| format!("{} @{}", p.variant, p.threads))
+        .map(|p| format!("{} @{}", row_name(p), p.threads))
         .collect();
     let axes = |title, y_label, zero_line| Axes {
         title,
