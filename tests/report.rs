@@ -255,17 +255,29 @@ fn a_rate_mode_run_reports_added_latency_and_saturation() {
         assert!(["50%", "120%"].contains(&level_of_row), "{line}");
     }
     insta::assert_snapshot!("table_rate", text);
-    // `compare` sets closed-loop throughput side by side: it refuses rate-mode runs.
+    // `compare` sets two rate-mode runs side by side (the added latency, and the bill when
+    // they have one: `compare_shows_each_sides_bill_at_each_rate`), and refuses to set one
+    // beside a closed-loop run.
     let dir = tempfile::tempdir().unwrap();
     let fx = fixture_path("rate.json");
-    let out = common::dbtax(&dir.path().join("state"))
-        .arg("compare")
-        .arg(&fx)
-        .arg(&fx)
-        .output()
-        .unwrap();
+    let compare = |b: &std::path::Path| {
+        common::dbtax(&dir.path().join("state"))
+            .arg("compare")
+            .arg(&fx)
+            .arg(b)
+            .output()
+            .unwrap()
+    };
+    let out = compare(&fx);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("added latency A") && text.contains("general-log @120%"),
+        "{text}"
+    );
+    let out = compare(&fixture_path("general-log.json"));
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("rate-mode run"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("closed-loop one"));
 }
 
 /// Fewer than 3 paired blocks give no interval: the table, the words and the page say "too

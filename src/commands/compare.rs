@@ -8,15 +8,19 @@ use anyhow::{Context, Result};
 pub fn run(args: CompareArgs) -> Result<()> {
     let a = report::load(&args.a)?;
     let b = report::load(&args.b)?;
-    for (path, r) in [(&args.a, &a), (&args.b, &b)] {
-        if r.rate.is_some() {
-            return Err(crate::error::usage(format!(
-                "{} is a rate-mode run (--rate): compare sets closed-loop throughput side by \
-                 side, which a fixed rate does not have; read each run's added latency with \
-                 `dbtax report`",
-                path.display()
-            )));
-        }
+    if a.rate.is_some() != b.rate.is_some() {
+        let (rate, closed) = if a.rate.is_some() {
+            (&args.a, &args.b)
+        } else {
+            (&args.b, &args.a)
+        };
+        return Err(crate::error::usage(format!(
+            "{} is a rate-mode run (--rate) and {} a closed-loop one: a fixed rate has no \
+             throughput to set beside the other's, nor the other a bill at a rate; compare two \
+             runs of the same kind",
+            rate.display(),
+            closed.display()
+        )));
     }
     crate::out!("{}", report::compare::render_text(&a, &b));
     if let Some(p) = &args.html {

@@ -219,10 +219,26 @@ fn label(r: &Results) -> String {
     format!("{} ({})", r.name, r.target.server_version)
 }
 
+/// A cell's cost: its overhead, or in rate mode the p99 latency it adds.
 fn ov(c: &Cell) -> String {
+    if c.rate.is_some() {
+        return match &c.latency_delta_ms {
+            None => "baseline".into(),
+            Some(d) => format!("p99 {}", super::rate::ms(&d.p99)),
+        };
+    }
     match &c.overhead {
         None => "baseline".into(),
         Some(o) => Interval::overhead(o).noise_label(" (noise)").to_string(),
+    }
+}
+
+/// The cost columns' names: the overhead, or in rate mode the added p99.
+fn cost_header(r: &Results) -> [&'static str; 2] {
+    if r.rate.is_some() {
+        ["added latency A", "added latency B"]
+    } else {
+        ["overhead A", "overhead B"]
     }
 }
 
@@ -242,7 +258,13 @@ pub fn render_text(a: &Results, b: &Results) -> String {
     let paired = interleaved(a, b);
     s += &format!(
         "{:<14} {:>7} {:>10} {:>10}  {:<22}  {:<30} {:<30}\n",
-        "variant", "threads", "qps A", "qps B", "B/A [95% CI]", "overhead A", "overhead B"
+        "variant",
+        "threads",
+        "qps A",
+        "qps B",
+        "B/A [95% CI]",
+        cost_header(a)[0],
+        cost_header(a)[1]
     );
     for p in ps {
         s += &format!(
@@ -270,7 +292,11 @@ pub fn render_html<'a>(a: &'a Results, b: &'a Results) -> String {
         esc(&b.target.url)
     );
     let paired = interleaved(a, b);
-    s += "<table><tr><th>variant</th><th>threads</th><th>qps A</th><th>qps B</th><th>B/A [95% CI]</th><th>overhead A</th><th>overhead B</th></tr>\n";
+    let [ca, cb] = cost_header(a);
+    let _ = writeln!(
+        s,
+        "<table><tr><th>variant</th><th>threads</th><th>qps A</th><th>qps B</th><th>B/A [95% CI]</th><th>{ca}</th><th>{cb}</th></tr>"
+    );
     for p in &ps {
         let _ = writeln!(
             s,

@@ -100,7 +100,7 @@ fn cell<'a>(r: &'a Results, variant: &str, p: &Point) -> Option<&'a Cell> {
 }
 
 /// "+0.021 ms [+0.010, +0.032]".
-fn ms(e: &Estimate) -> String {
+pub(super) fn ms(e: &Estimate) -> String {
     format!("{} ms", Interval::estimate(e).decimals(3))
 }
 
