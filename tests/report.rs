@@ -234,6 +234,36 @@ fn a_rate_mode_run_reports_added_latency_and_saturation() {
     assert!(words[0].contains("at 50% of capacity"), "{words:?}");
     assert!(words[0].contains("to p50"), "{words:?}");
     assert!(words[1].contains("past its capacity"), "{words:?}");
+    // How far behind the sends ran where it fell behind, and who set the pace: said only
+    // where the load had CPUs of its own (this run shared both of the machine's).
+    assert!(
+        words[1].contains("ms behind their schedule at the median, "),
+        "{words:?}"
+    );
+    assert!(!words[1].contains("set this pace"), "{words:?}");
+    let pinned = |client_cores: f64| {
+        let mut p = r.clone();
+        p.cpus = Some(dbtax::cpus::Cpus {
+            server: vec![1],
+            load: vec![0],
+        });
+        for c in &mut p.cells {
+            for t in &mut c.trials {
+                t.client_cpu_us_per_query = client_cores * 1e6 / t.qps;
+            }
+        }
+        dbtax::report::headlines(&p).remove(1)
+    };
+    let busy = pinned(0.97);
+    assert!(
+        busy.contains("used 0.97 of the 1 CPUs they had: they, not the server, set this pace"),
+        "{busy}"
+    );
+    let idle = pinned(0.4);
+    assert!(
+        idle.contains("used 0.40 of the 1 CPUs they had: the server set this pace"),
+        "{idle}"
+    );
     let names: Vec<&str> = report::charts(&r).iter().map(|c| c.name).collect();
     assert_eq!(
         names,

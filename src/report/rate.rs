@@ -116,6 +116,49 @@ fn load_words(c: &Cell) -> String {
     }
 }
 
+/// A load point that fell behind its schedule: how far behind the sends ran (median over its
+/// trials of each trial's median and p99 lag), and who set the pace. dbtax's own load did when
+/// its clients used nine tenths or more of the CPUs they had to themselves (`cpus.load`, not
+/// shared with the server); then the server's figures are not what limited the rate. With
+/// CPUs shared, or load from agents, that cannot be told and is not said.
+pub fn pace_words(r: &Results, c: &Cell) -> Option<String> {
+    let med = |f: &dyn Fn(&crate::results::Trial) -> Option<f64>| {
+        crate::stats::sample::median(&c.trials.iter().filter_map(f).collect::<Vec<_>>())
+    };
+    let p50 = med(&|t| t.schedule_lag_ms.as_ref().map(|l| l.p50))?;
+    let p99 = med(&|t| t.schedule_lag_ms.as_ref().map(|l| l.p99))?;
+    let mut s = format!(
+        "its sends ran {p50:.1} ms behind their schedule at the median, {p99:.1} ms at p99"
+    );
+    let own = r
+        .cpus
+        .as_ref()
+        .filter(|x| !x.shared() && !x.load.is_empty())
+        .map(|x| x.load.len() as f64);
+    let used = med(&|t| {
+        t.agents
+            .is_empty()
+            .then(|| t.client_cpu_us_per_query * t.qps / 1e6)
+    });
+    if let (Some(n), Some(u)) = (own, used) {
+        if u >= 0.9 * n {
+            let _ = write!(
+                s,
+                "; dbtax's own clients used {u:.2} of the {n:.0} CPUs they had: they, not the \
+                 server, set this pace (give the load more CPUs with --cpus, or load from other \
+                 hosts with --agents)"
+            );
+        } else {
+            let _ = write!(
+                s,
+                "; dbtax's own clients used {u:.2} of the {n:.0} CPUs they had: the server set \
+                 this pace"
+            );
+        }
+    }
+    Some(s)
+}
+
 /// "9.3 GB [9.2, 9.4]": bytes with the unit their value calls for.
 fn bytes_words(e: &Estimate) -> String {
     let (k, unit) = [(1e12, "TB"), (1e9, "GB"), (1e6, "MB"), (1e3, "kB")]
@@ -218,20 +261,24 @@ fn headlines(r: &Results) -> Vec<String> {
                 p.threads,
                 plural(p.threads)
             );
+            let pace = |c: &Cell| pace_words(r, c).map_or(String::new(), |w| format!("; {w}"));
             let s = if base_rate.saturated {
                 format!(
                     "{at} the server does not keep up even without {who} (the baseline \
-                     achieved {:.0} of {:.0} events/s): this load is past its capacity, so \
+                     achieved {:.0} of {:.0} events/s{}): this load is past its capacity, so \
                      added latency means nothing here",
-                    base_rate.achieved_median, base_rate.asked
+                    base_rate.achieved_median,
+                    base_rate.asked,
+                    pace(base)
                 )
             } else if rate.saturated {
                 format!(
                     "{who} cannot sustain this load {at}: it achieved {:.0} events/s \
-                     ({} of {} trials fell behind), the baseline {:.0}",
+                     ({} of {} trials fell behind{}), the baseline {:.0}",
                     rate.achieved_median,
                     rate.saturated_trials,
                     c.trials.len(),
+                    pace(c),
                     base_rate.achieved_median
                 )
             } else {
