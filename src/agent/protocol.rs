@@ -271,6 +271,7 @@ impl AgentReport {
             lost: self.lost,
             by_tag: vec![],
             errors_by_tag: vec![],
+            rows_off_by_tag: vec![],
             open: self
                 .open
                 .as_ref()
@@ -389,6 +390,7 @@ mod tests {
                 open: None,
                 by_tag: vec![],
                 errors_by_tag: vec![],
+                rows_off_by_tag: vec![],
             };
             let line = serde_json::to_string(&Reply::Report(Box::new(
                 AgentReport::new(&r, 1000, (1, 2)).unwrap(),

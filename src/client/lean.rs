@@ -57,6 +57,10 @@ pub trait Protocol: Send {
     fn feed(&mut self, input: &[u8]) -> (usize, Step);
     /// After a completed `Prepare` answer: the new statement's handle.
     fn prepared(&mut self) -> Stmt;
+    /// The rows of the last answer's result sets, where the protocol counts them.
+    fn rows(&self) -> Option<u64> {
+        None
+    }
 }
 
 /// Skip what is left of a message being passed over: advances `at` in `input` and lowers

@@ -442,6 +442,11 @@ impl Thread<'_> {
                         Instant::now(),
                     );
                     counted = u64::from(slot.statements);
+                    if let Some(tag) = sent.tag
+                        && slot.client.rows_differ()
+                    {
+                        self.report.tagged_rows_off(tag);
+                    }
                 }
                 Err(e) => {
                     // Counted against the quota too: a statement that always fails must end.

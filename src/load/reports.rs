@@ -222,7 +222,12 @@ pub fn fingerprints(
 ) -> Result<Vec<crate::results::TrialFingerprint>> {
     let tags = reports
         .iter()
-        .map(|r| r.by_tag.len().max(r.errors_by_tag.len()))
+        .map(|r| {
+            r.by_tag
+                .len()
+                .max(r.errors_by_tag.len())
+                .max(r.rows_off_by_tag.len())
+        })
         .max()
         .unwrap_or(0);
     let mut out = vec![];
@@ -237,6 +242,10 @@ pub fn fingerprints(
         let errors: u64 = reports
             .iter()
             .filter_map(|r| r.errors_by_tag.get(tag))
+            .sum();
+        let rows_off: u64 = reports
+            .iter()
+            .filter_map(|r| r.rows_off_by_tag.get(tag))
             .sum();
         let ms = |us: u64| us as f64 / 1000.0;
         // (A fingerprint whose every statement failed is kept: that is what a reader must see.)
@@ -253,6 +262,7 @@ pub fn fingerprints(
             p50_ms: of(&|h| ms(h.value_at_quantile(0.5))),
             p99_ms: of(&|h| ms(h.value_at_quantile(0.99))),
             errors,
+            rows_off,
         });
     }
     Ok(out)

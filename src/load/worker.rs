@@ -113,6 +113,8 @@ pub struct WorkerReport {
     pub by_tag: Vec<Option<Histogram<u64>>>,
     /// A replay: failed statements by fingerprint tag, measured phase only.
     pub errors_by_tag: Vec<u64>,
+    /// A replay: statements that sent other rows than the log recorded, by fingerprint tag.
+    pub rows_off_by_tag: Vec<u64>,
 }
 
 impl WorkerReport {
@@ -128,7 +130,17 @@ impl WorkerReport {
             open: open.then(OpenLoopReport::empty),
             by_tag: vec![],
             errors_by_tag: vec![],
+            rows_off_by_tag: vec![],
         }
+    }
+
+    /// Count a replayed statement whose rows were not the log's, under its tag.
+    pub fn tagged_rows_off(&mut self, tag: u32) {
+        let t = tag as usize;
+        if self.rows_off_by_tag.len() <= t {
+            self.rows_off_by_tag.resize(t + 1, 0);
+        }
+        self.rows_off_by_tag[t] += 1;
     }
 
     /// Count a replayed statement that failed, under its fingerprint's tag.
@@ -336,6 +348,11 @@ pub fn run_worker(
             Ok(n) => {
                 if measuring {
                     sent.count(&mut report, shared, n, Instant::now());
+                    if let Some(tag) = sent.tag
+                        && client.rows_differ()
+                    {
+                        report.tagged_rows_off(tag);
+                    }
                 }
             }
             Err(e) => {

@@ -70,8 +70,9 @@ fn diverged_line(c: &Cell) -> Option<String> {
         .count();
     (n > 0).then(|| {
         format!(
-            "The replay was not faithful for {n} kind{} of statement (they failed here or in \
-             the baseline, marked \"diverged\"): what they add is not what they cost.",
+            "The replay was not faithful for {n} kind{} of statement (they failed, or sent \
+             other rows than the log recorded, here or in the baseline, marked \"diverged\"): \
+             what they add is not what they cost.",
             if n == 1 { "" } else { "s" }
         )
     })

@@ -24,6 +24,9 @@ pub struct TrialFingerprint {
     /// Its statements that failed (the server answered with an error), not timed.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub errors: u64,
+    /// Its statements that sent other rows than the log recorded (a slow log's `Rows_sent`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub rows_off: u64,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -54,8 +57,12 @@ pub struct FingerprintCost {
     /// Its statements that failed per trial (median), in this cell.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub errors: u64,
-    /// Why the replay of this fingerprint was not faithful (its statements failed here or in
-    /// the baseline): its added latency is then not that statement's cost.
+    /// Its statements per trial (median) that sent other rows than the log recorded.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub rows_off: u64,
+    /// Why the replay of this fingerprint was not faithful (its statements failed, or sent
+    /// other rows than the log recorded, here or in the baseline): its added latency is then
+    /// not that statement's cost.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub diverged: Option<String>,
 }

@@ -35,6 +35,18 @@ pub fn costs(baseline: Option<&[Trial]>, trials: &[Trial]) -> Vec<FingerprintCos
             };
             let count = med(|f| f.count as f64);
             let errors = med(|f| f.errors as f64).round() as u64;
+            // Rows against the log's: any trial's mismatch counts (the mean per trial, rounded
+            // up): a statement that sent other rows once is not replayed as recorded.
+            let rows_per_trial = |ts: &[Trial]| {
+                let xs: Vec<u64> = ts
+                    .iter()
+                    .filter_map(|t| of(t, &digest))
+                    .map(|f| f.rows_off)
+                    .collect();
+                xs.iter().sum::<u64>().div_ceil(xs.len().max(1) as u64)
+            };
+            let rows_off = rows_per_trial(trials);
+            let base_rows = baseline.map_or(0, rows_per_trial);
             let base_errors = baseline.map_or(0, |b| {
                 let xs: Vec<f64> = b
                     .iter()
@@ -43,12 +55,34 @@ pub fn costs(baseline: Option<&[Trial]>, trials: &[Trial]) -> Vec<FingerprintCos
                     .collect();
                 median(&xs).unwrap_or(0.0).round() as u64
             });
-            let diverged = (errors > 0 || base_errors > 0).then(|| match baseline {
+            let mut why = vec![];
+            if errors > 0 || base_errors > 0 {
+                why.push(match baseline {
+                    Some(_) => format!(
+                        "{errors} of its statements failed per trial here, {base_errors} in the \
+                         baseline"
+                    ),
+                    None => format!("{errors} of its statements failed per trial"),
+                });
+            }
+            if rows_off > 0 || base_rows > 0 {
+                why.push(match baseline {
+                    Some(_) => format!(
+                        "{rows_off} of its statements per trial sent other rows than the log \
+                         recorded here, {base_rows} in the baseline"
+                    ),
+                    None => format!(
+                        "{rows_off} of its statements per trial sent other rows than the log \
+                         recorded"
+                    ),
+                });
+            }
+            let diverged = (!why.is_empty()).then(|| match baseline {
                 Some(_) => format!(
-                    "{errors} of its statements failed per trial here, {base_errors} in the \
-                     baseline: its added latency is not that statement's cost"
+                    "{}: its added latency is not that statement's cost",
+                    why.join("; ")
                 ),
-                None => format!("{errors} of its statements failed per trial"),
+                None => why.join("; "),
             });
             let delta = baseline.and_then(|b| {
                 let d = |g: fn(&TrialFingerprint) -> f64| {
@@ -71,6 +105,7 @@ pub fn costs(baseline: Option<&[Trial]>, trials: &[Trial]) -> Vec<FingerprintCos
                 latency_delta_ms: delta,
                 added_share_pct: None,
                 errors,
+                rows_off,
                 diverged,
                 digest,
                 sample,
@@ -107,6 +142,7 @@ mod tests {
                     p50_ms: *ms,
                     p99_ms: 2.0 * ms,
                     errors: 0,
+                    rows_off: 0,
                 })
                 .collect(),
             ..Default::default()
@@ -164,6 +200,44 @@ mod tests {
                 .unwrap()
                 .diverged
                 .is_none()
+        );
+    }
+
+    #[test]
+    fn a_fingerprint_that_sent_other_rows_than_the_log_is_marked_diverged() {
+        // "d" sent other rows than its log entries in one trial of four, in the baseline:
+        // once is enough to say the replay was not the recorded one.
+        let base: Vec<Trial> = (0..4)
+            .map(|i| {
+                let mut t = trial(i, &[("a", 1.0), ("d", 1.0)]);
+                if i == 2 {
+                    t.fingerprints[1].rows_off = 3;
+                }
+                t
+            })
+            .collect();
+        let var: Vec<Trial> = (0..4)
+            .map(|i| trial(i, &[("a", 1.1), ("d", 1.0)]))
+            .collect();
+        let c = costs(Some(&base), &var);
+        let d = c.iter().find(|f| f.digest == "d").unwrap();
+        assert_eq!(d.rows_off, 0);
+        let why = d.diverged.as_deref().unwrap();
+        assert!(
+            why.contains("0 of its statements per trial sent other rows than the log recorded here, 1 in the baseline: its added latency"),
+            "{why}"
+        );
+        assert!(!why.contains("failed"), "{why}");
+        let a = c.iter().find(|f| f.digest == "a").unwrap();
+        assert!(a.diverged.is_none());
+        // The baseline's own cell counts it, rounded up.
+        assert_eq!(
+            costs(None, &base)
+                .iter()
+                .find(|f| f.digest == "d")
+                .unwrap()
+                .rows_off,
+            1
         );
     }
 }

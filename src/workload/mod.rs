@@ -254,6 +254,11 @@ pub trait Script: Send {
     fn event(&mut self, s: &mut dyn Session, rng: &mut Rng) -> Result<u32, DbError>;
     /// Run share `lane` of `lanes` (a replay: of the slice's sessions).
     fn set_lane(&mut self, _lane: usize, _lanes: usize) {}
+    /// The rows the last event's statement should send (a replay of a log that recorded
+    /// them), None when nothing says.
+    fn expected_rows(&self) -> Option<u64> {
+        None
+    }
     /// Its connection was lost: true when the script goes on with the next connection from
     /// where it was (a replay, which prepares nothing); false: it is made anew with it.
     fn reconnected(&mut self) -> bool {
@@ -354,6 +359,16 @@ impl Client {
     /// The fingerprint tag of the last event's statement, if tagged.
     pub fn tag(&self) -> Option<u32> {
         self.script.tag()
+    }
+
+    /// Whether the last event's answer sent other rows than its log recorded (a replay of
+    /// a slow log; false where either is not known).
+    pub fn rows_differ(&mut self) -> bool {
+        let want = self.script.expected_rows();
+        match (want, self.connection.lean().and_then(|c| c.protocol.rows())) {
+            (Some(w), Some(got)) => w != got,
+            _ => false,
+        }
     }
 
     /// A replay at a recorded pace: this client's intended starts (ns from the trial's

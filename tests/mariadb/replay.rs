@@ -83,6 +83,28 @@ fn capture_slow_log(ctx: &Ctx, path: &Path) -> u64 {
     updates.into_inner()
 }
 
+/// A slow log's text with `Rows_sent: N` made `rows` in the entries whose statement holds
+/// `needle` (the `# Query_time:` line comes before the statement it times, MariaDB's
+/// `# Rows_affected:` line between them).
+fn with_rows_sent(log: &str, needle: &str, rows: u64) -> String {
+    let lines: Vec<&str> = log.lines().collect();
+    let mut out = String::new();
+    for (i, line) in lines.iter().enumerate() {
+        let statement = lines[i + 1..]
+            .iter()
+            .take_while(|l| !l.starts_with("# User@Host") && !l.starts_with("# Time"))
+            .any(|l| l.contains(needle));
+        match line.split_once("Rows_sent: ") {
+            Some((head, tail)) if line.starts_with("# Query_time:") && statement => {
+                let rest = tail.split_once(' ').map_or("", |(_, r)| r);
+                out += &format!("{head}Rows_sent: {rows} {rest}\n");
+            }
+            _ => out += &format!("{line}\n"),
+        }
+    }
+    out
+}
+
 fn replay_args(ctx: &Ctx, log: &Path, out: &str, extra: &[&str]) -> Vec<String> {
     let mut a = common::run_args(
         &ctx.url("t_replay"),
@@ -194,6 +216,50 @@ pub(crate) fn a_captured_slow_log_replays_with_its_cost_per_statement(ctx: &Ctx)
     let words = text(&o);
     assert!(words.contains("statements that pay"), "{words}");
     assert!(words.contains("Replayed "), "{words}");
+    // Replayed on the data it was captured from, every statement sent the rows its entry
+    // recorded (`Rows_sent`): nothing diverged.
+    for c in v["cells"].as_array().unwrap() {
+        for f in c["fingerprints"].as_array().unwrap() {
+            assert!(f["diverged"].is_null() && f["rows_off"].is_null(), "{f}");
+        }
+    }
+
+    // The same log with the range counts' entries saying 7 rows where they sent 1: those
+    // statements are marked as not replayed as recorded, the point selects are not.
+    let edited = ctx.work.join("shop-slow-rows.log");
+    std::fs::write(
+        &edited,
+        with_rows_sent(&std::fs::read_to_string(&log).unwrap(), "COUNT(*)", 7),
+    )
+    .unwrap();
+    let o = ctx.run(&replay_args(
+        ctx,
+        &edited,
+        "replay-rows",
+        &["--queries-per-trial", "600"],
+    ));
+    ok(&o);
+    let v = validate_results(&ctx.work.join("replay-rows/results.json"));
+    assert_eq!(ctx.var("general_log"), before);
+    let words = text(&o);
+    assert!(
+        words.contains("sent other rows than the log recorded"),
+        "{words}"
+    );
+    for c in v["cells"].as_array().unwrap() {
+        for f in c["fingerprints"].as_array().unwrap() {
+            let sample = f["sample"].as_str().unwrap();
+            if sample.contains("COUNT(*)") {
+                assert!(f["rows_off"].as_u64().unwrap() > 0, "{f}");
+                assert!(
+                    f["diverged"].as_str().unwrap().contains("sent other rows"),
+                    "{f}"
+                );
+            } else {
+                assert!(f["diverged"].is_null(), "{f}");
+            }
+        }
+    }
 
     // At the recorded pace, four times as fast: rate mode at the log's own rate.
     let o = ctx.run(&replay_args(

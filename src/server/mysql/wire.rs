@@ -50,6 +50,8 @@ pub struct MyWire {
     /// followed by a byte saying whether its definitions follow (an executed statement's do
     /// not, unless they changed), as sysbench's libmariadb asks.
     cache_metadata: bool,
+    /// Rows of the current answer so far (counted as they are skipped).
+    rows: u64,
 }
 
 fn packet(out: &mut Vec<u8>, body: impl FnOnce(&mut Vec<u8>)) {
@@ -130,6 +132,7 @@ impl MyWire {
             skip: 0,
             continued: false,
             cache_metadata,
+            rows: 0,
         }
     }
 
@@ -272,6 +275,7 @@ impl Protocol for MyWire {
         self.state = State::First;
         self.skip = 0;
         self.continued = false;
+        self.rows = 0;
     }
 
     fn feed(&mut self, input: &[u8]) -> (usize, Step) {
@@ -291,6 +295,8 @@ impl Protocol for MyWire {
                 self.continued = len == MAX_PAYLOAD;
                 if !was_continued && matches!(self.state, State::Count { .. }) {
                     self.on_packet(&[]);
+                } else if !was_continued && self.state == State::Rows {
+                    self.rows += 1;
                 }
                 self.skip = 4 + len;
                 continue;
@@ -307,6 +313,10 @@ impl Protocol for MyWire {
 
     fn prepared(&mut self) -> Stmt {
         self.statements.len() - 1
+    }
+
+    fn rows(&self) -> Option<u64> {
+        Some(self.rows)
     }
 }
 

@@ -135,6 +135,7 @@ impl<R: BufRead> Iterator for PgCsvLog<R> {
                 session,
                 at_us: pg_time(&f[CSV_TIME]),
                 what,
+                rows: None,
             });
         }
         None

@@ -120,6 +120,8 @@ pub struct Entry {
     pub at_us: Option<i64>,
     /// What.
     pub what: What,
+    /// The rows a statement sent, as the log recorded them (a slow log's `Rows_sent`).
+    pub rows: Option<u64>,
 }
 
 /// What a session did.

@@ -197,6 +197,7 @@ impl<R: BufRead> Iterator for GeneralLog<R> {
                     session: id,
                     at_us: self.clock,
                     what: what(command, arg.to_string()),
+                    rows: None,
                 };
                 if let Some(e) = self.pending.replace(entry) {
                     return Some(e);
@@ -260,6 +261,8 @@ struct SlowBlock {
     at_us: Option<i64>,
     db: Option<String>,
     sql: String,
+    /// `Rows_sent: N` from the entry's `# Query_time:` line.
+    rows: Option<u64>,
 }
 
 impl<R: BufRead> SlowLog<R> {
@@ -286,6 +289,7 @@ impl<R: BufRead> SlowLog<R> {
                 session: b.session,
                 at_us: b.at_us,
                 what: What::InitDb(db),
+                rows: None,
             });
         }
         // Trimmed in place (the statement's own buffer becomes the entry's).
@@ -300,6 +304,7 @@ impl<R: BufRead> SlowLog<R> {
                 session: b.session,
                 at_us: b.at_us,
                 what: What::Query(sql),
+                rows: b.rows,
             });
         }
     }
@@ -343,8 +348,18 @@ impl<R: BufRead> SlowLog<R> {
                 ..Default::default()
             });
         } else if let Some(rest) = line.strip_prefix("# ") {
-            // The lines every entry has that say nothing read here (the cheap test first).
-            if rest.starts_with("Query_time: ") || rest.starts_with("Rows_affected: ") {
+            // The lines every entry has (the cheap test first): of them only the rows sent
+            // are read, what the replay's are compared with.
+            if rest.starts_with("Query_time: ") {
+                if let Some(b) = self.block.as_mut() {
+                    b.rows = rest
+                        .split_once("Rows_sent: ")
+                        .and_then(|(_, n)| num(n.split_whitespace().next().unwrap_or("")))
+                        .map(|n| n as u64);
+                }
+                return;
+            }
+            if rest.starts_with("Rows_affected: ") {
                 return;
             }
             let thread = rest

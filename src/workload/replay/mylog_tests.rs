@@ -110,6 +110,9 @@ fn a_slow_log_reads_as_entries_with_their_database_and_time() {
     assert_eq!(e[2].session, 9);
     assert_eq!(query(&e[2]), "UPDATE t SET c = 'x;y' WHERE id = 4");
     assert_eq!(e[2].at_us, Some(1_733_047_201_000_000));
+    // The rows sent, where the entry's `# Query_time:` line says them (the second's does not).
+    assert_eq!((e[1].rows, e[2].rows), (Some(1), None));
+    assert_eq!(e[0].rows, None, "a USE is not a statement with rows");
 }
 
 /// The layouts MySQL 5.0/5.1 and Percona Server write (made here, after the samples

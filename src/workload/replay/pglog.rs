@@ -374,6 +374,7 @@ impl<R: BufRead> PgStderrLog<R> {
                         session,
                         at_us,
                         what,
+                        rows: None,
                     });
                 }
             }

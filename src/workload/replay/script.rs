@@ -24,6 +24,8 @@ pub struct ReplayScript {
     /// The connection's default database (an index into `Slice::uses`), NONE: unknown.
     db: u32,
     tag: u32,
+    /// The rows the last statement's log entry recorded, or NONE.
+    rows: u32,
 }
 
 impl ReplayScript {
@@ -36,6 +38,7 @@ impl ReplayScript {
             pos: 0,
             db: NONE,
             tag: NONE,
+            rows: NONE,
         }
     }
 
@@ -87,8 +90,14 @@ impl crate::workload::Script for ReplayScript {
             n += 1;
         }
         self.tag = st.tag;
+        self.rows = st.rows;
         s.statement(&st.sql)?;
         Ok(n + 1)
+    }
+
+    /// The rows the last statement's log entry recorded.
+    fn expected_rows(&self) -> Option<u64> {
+        (self.rows != NONE).then_some(u64::from(self.rows))
     }
 
     /// The tag of the last statement run (None: untagged).

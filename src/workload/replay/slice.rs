@@ -38,6 +38,8 @@ pub struct Stmt {
     pub db: u32,
     /// Its fingerprint's tag (< TAGGED), or NONE.
     pub tag: u32,
+    /// The rows the log says it sent (a slow log's `Rows_sent`), or NONE: not recorded.
+    pub rows: u32,
     /// The text.
     pub sql: Box<str>,
 }
@@ -237,6 +239,11 @@ pub fn load(spec: &ReplaySpec, span: Option<std::time::Duration>) -> Result<Slic
             continue;
         }
         let s = seen.entry(e.session).or_default();
+        let rows = e
+            .rows
+            .and_then(|n| u32::try_from(n).ok())
+            .filter(|&n| n != NONE)
+            .unwrap_or(NONE);
         let sql = match e.what {
             What::Connect { db } => {
                 s.db = db.filter(|_| mysql).map(|d| intern(&mut dbs, d));
@@ -312,6 +319,7 @@ pub fn load(spec: &ReplaySpec, span: Option<std::time::Duration>) -> Result<Slic
             session: rank,
             db: if shared_db { last_use } else { s.db }.unwrap_or(NONE),
             tag: NONE,
+            rows,
             sql: sql.into_boxed_str(),
         });
         if slice.stmts.len() as u64 >= spec.max_statements {
