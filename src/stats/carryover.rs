@@ -140,15 +140,13 @@ pub fn estimate(obs: &[Obs], cells: usize, keep: &[usize]) -> Option<Fit> {
         return None;
     }
     let width = cells + k;
-    let row = |o: &Obs| -> Vec<f64> {
-        let mut r = vec![0.0; width];
-        if let Some(c) = o.cell {
-            r[c] = 1.0;
+    // Column j of a trial's row: its cell's indicator, then its value of each kept term.
+    let value = |o: &Obs, j: usize| -> f64 {
+        if j < cells {
+            f64::from(u8::from(o.cell == Some(j)))
+        } else {
+            o.x[keep[j - cells]]
         }
-        for (i, &t) in keep.iter().enumerate() {
-            r[cells + i] = o.x[t];
-        }
-        r
     };
     let mut groups: std::collections::BTreeMap<usize, Vec<&Obs>> = Default::default();
     for o in obs {
@@ -156,7 +154,9 @@ pub fn estimate(obs: &[Obs], cells: usize, keep: &[usize]) -> Option<Fit> {
     }
     let mut xtx = vec![vec![0.0; width]; width];
     let mut xty = vec![0.0; width];
-    let mut rows: Vec<(f64, Vec<f64>)> = vec![];
+    // Each centred row keeps only the columns its block touches (its cells and the terms):
+    // the others are zero after centring, and a sweep has many cells.
+    let mut rows: Vec<(f64, Vec<(usize, f64)>)> = vec![];
     let mut row_points: Vec<usize> = vec![];
     let mut groups_used = 0;
     let mut groups_at: std::collections::BTreeMap<usize, usize> = Default::default();
@@ -164,18 +164,26 @@ pub fn estimate(obs: &[Obs], cells: usize, keep: &[usize]) -> Option<Fit> {
         groups_used += 1;
         *groups_at.entry(members[0].point).or_default() += 1;
         let n = members.len() as f64;
-        let raw: Vec<Vec<f64>> = members.iter().map(|o| row(o)).collect();
+        let mut touched: Vec<usize> = members.iter().filter_map(|o| o.cell).collect();
+        touched.extend(cells..width);
+        touched.sort_unstable();
+        touched.dedup();
         let ym = members.iter().map(|o| o.y).sum::<f64>() / n;
-        let xm: Vec<f64> = (0..width)
-            .map(|j| raw.iter().map(|r| r[j]).sum::<f64>() / n)
+        let xm: Vec<f64> = touched
+            .iter()
+            .map(|&j| members.iter().map(|o| value(o, j)).sum::<f64>() / n)
             .collect();
-        for (o, r) in members.iter().zip(raw) {
-            let x: Vec<f64> = r.iter().zip(&xm).map(|(a, m)| a - m).collect();
+        for o in members {
+            let x: Vec<(usize, f64)> = touched
+                .iter()
+                .zip(&xm)
+                .map(|(&j, m)| (j, value(o, j) - m))
+                .collect();
             let y = o.y - ym;
-            for i in 0..width {
-                xty[i] += x[i] * y;
-                for j in 0..width {
-                    xtx[i][j] += x[i] * x[j];
+            for &(i, xi) in &x {
+                xty[i] += xi * y;
+                for &(j, xj) in &x {
+                    xtx[i][j] += xi * xj;
                 }
             }
             rows.push((y, x));
@@ -199,8 +207,12 @@ pub fn estimate(obs: &[Obs], cells: usize, keep: &[usize]) -> Option<Fit> {
     if df < 2 {
         return None;
     }
-    let residual = |(y, x): &(f64, Vec<f64>)| {
-        let fit: f64 = live.iter().zip(&beta).map(|(&j, b)| x[j] * b).sum();
+    let mut beta_at = vec![0.0; width];
+    for (&j, &b) in live.iter().zip(&beta) {
+        beta_at[j] = b;
+    }
+    let residual = |(y, x): &(f64, Vec<(usize, f64)>)| {
+        let fit: f64 = x.iter().map(|&(j, v)| v * beta_at[j]).sum();
         y - fit
     };
     let rss: f64 = rows.iter().map(|r| residual(r).powi(2)).sum();
@@ -236,10 +248,13 @@ pub fn estimate(obs: &[Obs], cells: usize, keep: &[usize]) -> Option<Fit> {
     // The sandwich: inv · (Σ_p s²_p · X_pᵀX_p) · inv, for the cells' coefficients.
     let cell_of = |c: usize| {
         let i = live.iter().position(|&j| j == c)?;
-        let w: Vec<f64> = (0..live.len()).map(|j| inv[i][j]).collect();
+        let mut w = vec![0.0; width];
+        for (l, &j) in live.iter().enumerate() {
+            w[j] = inv[i][l];
+        }
         let mut var = 0.0;
         for ((_, x), &p) in rows.iter().zip(&row_points) {
-            let a: f64 = live.iter().zip(&w).map(|(&j, w)| x[j] * w).sum();
+            let a: f64 = x.iter().map(|&(j, v)| v * w[j]).sum();
             var += a * a * point_s2(p);
         }
         let p = obs.iter().find(|o| o.cell == Some(c))?.point;
