@@ -422,6 +422,13 @@ pub struct RunArgs {
     /// Stop before the log files grow by more than this many bytes (e.g. 2G, 500M).
     #[arg(help_heading = "Safety", long, value_parser = crate::units::bytes)]
     pub max_log_bytes: Option<u64>,
+    /// Capacity at a latency objective, e.g. p99=5ms (p50, p95, p99 or p99.9; a list, or the
+    /// flag again): instead of fixed loads, each variant's highest rate at which that quantile
+    /// of the latency (from each event's intended start) stays within it, found by a search
+    /// whose steps are interleaved blocks, with a 95% interval and what a feature costs of
+    /// it. At the headline's thread count (or the highest); --repeats sets its measured blocks
+    #[arg(help_heading = "Statistics", long, value_name = "Q=BOUND")]
+    pub slo: Vec<String>,
     /// Rate mode's bill: the cores of the production server, when it has more than the one
     /// measured (the words then say the figures are a lower bound).
     #[arg(help_heading = "Statistics", long, value_name = "N")]

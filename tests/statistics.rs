@@ -10,6 +10,8 @@
 //! by preceding variant or over two trials under the precision rule, the robust wording
 //! outside Holm, t(2) noise, stalls in any variant, a step change, interactions).
 
+#[path = "statistics/capacity.rs"]
+mod capacity;
 #[path = "statistics/disturbance.rs"]
 mod disturbance;
 #[path = "statistics/late.rs"]

@@ -45,6 +45,7 @@ fn flags(args: &RunArgs) -> Result<Layer> {
         queries_per_trial: args.queries_per_trial.map(Some),
         max_log_bytes: args.max_log_bytes.map(Some),
         production_cores: args.production_cores.map(Some),
+        slo: slos(&args.slo)?,
         unguarded_logs: args.unguarded_logs.then_some(true),
         max_disturbance: args.max_disturbance.map(|l| l.0),
         seed: args.seed,
@@ -68,6 +69,23 @@ fn flags(args: &RunArgs) -> Result<Layer> {
         variants: (!args.features.is_empty()).then(|| variants_for_features(&args.features)),
         ..Layer::default()
     })
+}
+
+/// `--slo` as given (each may be a list), None when not given.
+fn slos(given: &[String]) -> Result<Option<Vec<crate::results::Slo>>> {
+    if given.is_empty() {
+        return Ok(None);
+    }
+    let mut out = vec![];
+    for g in given {
+        for one in g.split(',') {
+            out.push(
+                crate::results::Slo::parse(one)
+                    .map_err(|e| crate::error::usage(format!("{e:#}")))?,
+            );
+        }
+    }
+    Ok(Some(out))
 }
 
 /// The experiment of `dbtax run`: the file or preset (if any), then the flags over it, in

@@ -75,10 +75,50 @@ pub fn execute(
         display,
     };
     recorder.write()?;
+    if !exp.slo.is_empty() {
+        let outcome = capacity(exp, &mut bench, &mut recorder);
+        let restored = bench.finish();
+        drop(bench);
+        return conclude(outcome, restored, results, dir);
+    }
     let outcome = runner::run(exp, &mut bench, &mut recorder);
     let restored = bench.finish();
     drop(bench);
     conclude(outcome, restored, results, dir)
+}
+
+/// `--slo`: the capacity search, results.json rewritten after every measured block.
+fn capacity(
+    exp: &Experiment,
+    bench: &mut LiveBench<'_>,
+    recorder: &mut Recorder<'_>,
+) -> Result<runner::Outcome> {
+    let mut so_far: Vec<crate::results::Capacity> = vec![];
+    let found = {
+        let (runs, display) = (&mut recorder.runs, &mut *recorder.display);
+        super::capacity::run(exp, bench, display, &mut |now| {
+            so_far = now.to_vec();
+            for (results, _) in runs.iter_mut() {
+                results.capacity = now.to_vec();
+            }
+            for (results, dir) in runs.iter() {
+                write_results(dir, results)?;
+            }
+            Ok(())
+        })
+    };
+    match found {
+        Ok(c) => Ok(runner::Outcome {
+            capacity: c,
+            ..Default::default()
+        }),
+        Err(e) => {
+            for (results, _) in recorder.runs.iter_mut() {
+                results.capacity = so_far.clone();
+            }
+            Err(e)
+        }
+    }
 }
 
 /// After the loop: the results completed (or marked incomplete with the error), written
@@ -92,6 +132,7 @@ pub(super) fn conclude(
     let error = match outcome {
         Ok(o) => {
             results.cells = o.cells;
+            results.capacity = o.capacity;
             if let Some(r) = results.rate.as_mut() {
                 r.calibration = o.calibration;
             }
@@ -121,7 +162,8 @@ pub(super) fn conclude(
         );
     }
     write_results(&dir, &results)?;
-    let reports_written = !results.cells.iter().all(|c| c.trials.is_empty());
+    let reports_written = !results.cells.iter().all(|c| c.trials.is_empty())
+        || results.capacity.iter().any(|c| c.blocks > 0);
     if reports_written {
         crate::report::write_all(&dir, &results)?;
     }

@@ -57,6 +57,7 @@ pub(super) fn header(
             production_cores: exp.production_cores,
         }),
         bill: vec![],
+        capacity: vec![],
     }
 }
 

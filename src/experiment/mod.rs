@@ -9,6 +9,7 @@
 //! options of a run (`RunOptions`: where results go, how to restart, the agents), which
 //! `config` makes.
 
+pub mod capacity;
 pub mod capture;
 pub mod disk;
 mod disturbed;

@@ -25,6 +25,12 @@ pub fn execute_pair(
     opts: &RunOptions,
     display: &mut dyn Observer,
 ) -> Result<[Executed; 2]> {
+    if !exp.slo.is_empty() {
+        return Err(crate::error::usage(
+            "--slo and --compare-target do not go together yet: find each server's capacity \
+             in its own run, then `dbtax compare` the two results. Nothing was changed",
+        ));
+    }
     let restart_cmd = opts.restart_cmd.as_deref();
     let opened_a = open(exp, configs[0], restart_cmd)?;
     let opened_b = open(exp, configs[1], restart_cmd)?;
@@ -141,6 +147,7 @@ fn split_outcome(sides: &Sides, o: runner::Outcome) -> [runner::Outcome; 2] {
         analysis: o.analysis.clone(),
         warnings: o.warnings.clone(),
         calibration: o.calibration.clone(),
+        capacity: vec![],
     };
     [side(ca), side(cb)]
 }

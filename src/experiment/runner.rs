@@ -110,6 +110,8 @@ pub struct Outcome {
     pub warnings: Vec<Warning>,
     /// Rate mode: the capacity measured at each thread count.
     pub calibration: Vec<Calibration>,
+    /// `--slo`: each variant's capacity at each objective.
+    pub capacity: Vec<crate::results::Capacity>,
 }
 
 /// Rate mode: measure the baseline's closed-loop capacity at every thread count, when a
@@ -666,6 +668,7 @@ impl<'e> Loop<'e> {
             analysis: summary.analysis,
             warnings,
             calibration: self.calibration,
+            capacity: vec![],
         }
     }
 }

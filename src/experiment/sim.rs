@@ -73,6 +73,9 @@ pub struct SimulatedServer {
     pub added_latency_ms: Vec<f64>,
     /// Rate mode: per-trial noise of the latency percentiles, sd in ms.
     pub latency_noise_ms: f64,
+    /// Rate mode: a queueing server instead of fixed latencies (its capacity at an
+    /// objective is known: `capacity_truth`).
+    pub queue: Option<Queue>,
     /// What one trial would take on a real server (settle, measure, switch): the clock a
     /// time budget is spent on.
     pub trial_time: std::time::Duration,
@@ -116,6 +119,7 @@ impl SimulatedServer {
             disturbing: false,
             added_latency_ms: vec![0.0; n],
             latency_noise_ms: 0.02,
+            queue: None,
             trial_time: std::time::Duration::from_millis(1550),
             clock: std::time::Duration::ZERO,
             drift: 0.0,
@@ -192,7 +196,12 @@ impl Bench for SimulatedServer {
     }
 
     fn calibrate(&mut self, threads: u32, _: &mut dyn Observer) -> Result<Trial> {
-        let qps = self.base_qps * (threads as f64).min(2.0);
+        let mut qps = self.base_qps * (threads as f64).min(2.0);
+        if let Some(q) = &self.queue {
+            // Closed loop: every server busy, at this moment's speed.
+            let speed = (self.drift + self.drift_sd * self.rng.normal()).exp();
+            qps = 1000.0 * q.rate_per_ms(self.current, speed) * f64::from(q.servers);
+        }
         Ok(Trial {
             qps,
             tps: qps,
@@ -217,6 +226,9 @@ impl Bench for SimulatedServer {
         self.wandered[variant].1 += 1;
         let scale = (threads as f64).min(2.0);
         let sd = self.noise_sd * self.noise_of.get(variant).copied().unwrap_or(1.0);
+        // The machine's speed this trial (drift, stalls, a step, disturbances, carry-over):
+        // what a queueing server's service rate is multiplied by.
+        let mut machine = self.drift;
         let mut log_qps = (self.base_qps * scale).ln()
             + (1.0 - self.true_overhead[variant]).ln()
             + self.wander[variant]
@@ -227,12 +239,14 @@ impl Bench for SimulatedServer {
             && self.rng.unit() < p
         {
             log_qps += factor.ln();
+            machine += factor.ln();
             self.stalls[variant] += 1;
         }
         if let Some((from, factor)) = self.step
             && self.trials >= from
         {
             log_qps += factor.ln();
+            machine += factor.ln();
         }
         // (Drawn only in a disturbance scenario: the others keep their random streams.)
         let mut host_other = 1.0;
@@ -244,7 +258,9 @@ impl Bench for SimulatedServer {
                 self.disturbing = self.rng.unit() < p;
             }
             if self.disturbing {
-                log_qps += (1.0 - 2.0 * slow * self.rng.unit()).ln();
+                let hit = (1.0 - 2.0 * slow * self.rng.unit()).ln();
+                log_qps += hit;
+                machine += hit;
                 host_other = 30.0 + 70.0 * self.rng.unit();
                 self.disturbed += 1;
             }
@@ -253,8 +269,10 @@ impl Bench for SimulatedServer {
         if self.background_wobble > 0.0 {
             host_other += self.background_wobble * (2.0 * self.rng.unit() - 1.0);
         }
-        log_qps += (1.0 - Self::of(&self.carry_after, self.previous)).ln();
-        log_qps += (1.0 - Self::of(&self.carry_lag2, self.before_previous)).ln();
+        let carry = (1.0 - Self::of(&self.carry_after, self.previous)).ln()
+            + (1.0 - Self::of(&self.carry_lag2, self.before_previous)).ln();
+        log_qps += carry;
+        machine += carry;
         // The first half pays the transient, the second does not; the trial is their mean.
         let transient = Self::of(&self.transient, self.previous);
         let second = log_qps.exp();
@@ -272,9 +290,34 @@ impl Bench for SimulatedServer {
             p95: 0.2,
             p99: 0.3,
             max: 1.0,
+            ..Default::default()
         };
         let mut rate = None;
-        if let Some(r) = load.rate {
+        if let (Some(r), Some(queue)) = (load.rate, self.queue.clone()) {
+            let speed = machine.exp();
+            let mu = queue.rate_per_ms(variant, speed);
+            let lambda = r.per_second / 1000.0;
+            let cap = mu * f64::from(queue.servers);
+            let mut q = |p: f64| {
+                let z = self.rng.normal();
+                queue.quantile(lambda, mu, p, self.trial_time.as_secs_f64())
+                    * (queue.noise * z).exp()
+            };
+            latency_ms = LatencyMs {
+                p50: q(0.5),
+                p95: q(0.95),
+                p99: q(0.99),
+                p999: Some(q(0.999)),
+                max: q(0.9999),
+            };
+            qps = r.per_second.min(cap * 1000.0);
+            rate = Some(crate::results::TrialRate {
+                asked: r.per_second,
+                achieved: qps,
+                saturated: lambda >= cap,
+                ..Default::default()
+            });
+        } else if let Some(r) = load.rate {
             qps = r.per_second * (1.0 + 0.001 * self.rng.normal());
             let slow = (-self.drift).exp();
             let add = self.added_latency_ms[variant];
@@ -342,4 +385,94 @@ mod tests {
         assert!((0.07..0.095).contains(&iqr), "iqr {iqr}");
         assert!(sorted[1999] - sorted[0] > 1.0, "heavy tails: {sorted:?}");
     }
+}
+
+/// A queueing server (M/M/c): `servers` servers each taking an exponential service time of
+/// mean `service_ms` (plus the variant's `added_ms`), Poisson arrivals at the asked rate.
+/// A trial's quantiles are the model's, times log-normal noise of sd `noise`; a rate at or
+/// over the servers' capacity lets the queue grow through the trial.
+#[derive(Debug, Clone)]
+pub struct Queue {
+    /// Servers (c).
+    pub servers: u32,
+    /// Mean service time of the baseline, ms.
+    pub service_ms: f64,
+    /// Per variant, service time added, ms.
+    pub added_ms: Vec<f64>,
+    /// Per-trial noise of each quantile, sd of its logarithm.
+    pub noise: f64,
+}
+
+impl Queue {
+    /// One server's service rate for `variant` at machine speed `speed`, per ms.
+    pub fn rate_per_ms(&self, variant: usize, speed: f64) -> f64 {
+        speed / (self.service_ms + self.added_ms.get(variant).copied().unwrap_or(0.0))
+    }
+
+    /// The `p` quantile of the response time (wait + service), ms, at `lambda` arrivals per
+    /// ms; at or over capacity, what a queue growing for `trial_s` gives.
+    pub fn quantile(&self, lambda: f64, mu: f64, p: f64, trial_s: f64) -> f64 {
+        let c = f64::from(self.servers);
+        if lambda >= c * mu * 0.999 {
+            let at_edge = self.quantile(c * mu * 0.998, mu, p, trial_s);
+            let growing = p * trial_s * 1000.0 * (1.0 - c * mu / lambda).max(0.0);
+            return at_edge.max(growing);
+        }
+        let wait = erlang_c(self.servers, lambda / mu);
+        let theta = c * mu - lambda;
+        let tail = |t: f64| {
+            let both = if (theta - mu).abs() < 1e-9 * mu {
+                (1.0 + mu * t) * (-mu * t).exp()
+            } else {
+                (theta * (-mu * t).exp() - mu * (-theta * t).exp()) / (theta - mu)
+            };
+            (1.0 - wait) * (-mu * t).exp() + wait * both
+        };
+        let target = 1.0 - p;
+        let mut hi = 1.0 / mu;
+        while tail(hi) > target {
+            hi *= 2.0;
+        }
+        let mut lo = 0.0;
+        for _ in 0..80 {
+            let mid = (lo + hi) / 2.0;
+            if tail(mid) > target {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        (lo + hi) / 2.0
+    }
+
+    /// The true capacity of `variant` at `p` ≤ `ms`, events per second, at speed 1.
+    pub fn capacity_truth(&self, variant: usize, p: f64, ms: f64) -> f64 {
+        let mu = self.rate_per_ms(variant, 1.0);
+        let cap = mu * f64::from(self.servers);
+        let (mut lo, mut hi) = (0.0, cap * 0.999);
+        if self.quantile(1e-9, mu, p, 1.0) > ms {
+            return 0.0;
+        }
+        for _ in 0..80 {
+            let mid = (lo + hi) / 2.0;
+            if self.quantile(mid, mu, p, 1.0) <= ms {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        1000.0 * (lo + hi) / 2.0
+    }
+}
+
+/// Erlang's C: the chance an arrival waits, with `c` servers and offered load `a` (< c).
+fn erlang_c(c: u32, a: f64) -> f64 {
+    let mut term = 1.0;
+    let mut sum = 1.0;
+    for k in 1..c {
+        term *= a / f64::from(k);
+        sum += term;
+    }
+    let last = term * a / f64::from(c) / (1.0 - a / f64::from(c));
+    last / (sum + last)
 }

@@ -248,6 +248,9 @@ experiment! {
         warmup: Duration = Duration::from_secs(1), file file_value::duration;
         /// Stop before the feature logs grow by more than this.
         max_log_bytes: Option<u64> = None, file file_value::bytes;
+        /// Latency objectives (`--slo p99=5ms`): the run finds each variant's capacity at
+        /// each instead of measuring at fixed loads (`experiment::capacity`).
+        slo: Vec<crate::results::Slo> = vec![], file file_value::slos;
         /// Rate mode's bill: the production server's cores, when it has more than the one
         /// measured (`--production-cores`): the figures are then a lower bound.
         production_cores: Option<u32> = None, file file_value::some;
@@ -371,6 +374,24 @@ mod file_value {
             toml::Value::String(s) => super::RateLevel::parse_list(&s),
             other => Err(usage(format!(
                 "bad {key}: give events per second or a share of capacity, not {other}"
+            ))),
+        }
+    }
+
+    /// `slo = ["p99 <= 5ms"]` or `slo = "p99=5ms"`.
+    pub fn slos(key: &str, v: toml::Value) -> Result<Vec<crate::results::Slo>> {
+        match v {
+            toml::Value::Array(items) => Ok(items
+                .into_iter()
+                .map(|i| slos(key, i))
+                .collect::<Result<Vec<_>>>()?
+                .concat()),
+            toml::Value::String(s) => s
+                .split(',')
+                .map(|one| crate::results::Slo::parse(one).map_err(|e| usage(format!("{e:#}"))))
+                .collect(),
+            other => Err(usage(format!(
+                "bad {key}: give latency objectives as strings, as slo = [\"p99 <= 5ms\"], not {other}"
             ))),
         }
     }
@@ -561,6 +582,28 @@ impl Experiment {
                  server's host may stay silent before the run stops (a reading later than \
                  15 s, or than this bound when shorter, costs only its trial)",
             ));
+        }
+        if !self.slo.is_empty() {
+            if self
+                .open_loop
+                .as_ref()
+                .is_some_and(|o| !o.levels.is_empty())
+            {
+                return Err(usage(
+                    "--slo finds the rate itself (each variant's highest rate within the \
+                     objective); --rate/--at-rate measures at rates you choose (the bill): \
+                     run them apart",
+                ));
+            }
+            if self.queries_per_trial.is_some() || !self.agents.is_empty() {
+                return Err(usage(
+                    "--slo runs timed trials from this host: a fixed query count per trial \
+                     or --agents do not go with it",
+                ));
+            }
+            if self.slo.len() > 4 {
+                return Err(usage("--slo: at most four objectives in one run"));
+            }
         }
         if let Some(o) = &self.open_loop {
             if o.levels.is_empty() {

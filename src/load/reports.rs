@@ -66,6 +66,7 @@ fn percentiles(hist: &hdrhistogram::Histogram<u64>) -> LatencyMs {
         p50: ms(hist.value_at_quantile(0.50)),
         p95: ms(hist.value_at_quantile(0.95)),
         p99: ms(hist.value_at_quantile(0.99)),
+        p999: (!hist.is_empty()).then(|| ms(hist.value_at_quantile(0.999))),
         max: ms(hist.max()),
     }
 }

@@ -8,10 +8,12 @@ use std::collections::BTreeMap;
 
 mod agents;
 mod analysis;
+mod capacity;
 mod estimate;
 mod fingerprints;
 pub use agents::{AgentInfo, AgentTrial, Coordination, ServerHost};
 pub use analysis::{Analysis, CarryOverTerm, DisturbedBlock, Interaction, Robust, Transient};
+pub use capacity::{Capacity, CapacityStep, Quantile, Slo};
 pub use estimate::{CpuDelta, Estimate};
 pub use fingerprints::{FingerprintCost, FingerprintDelta, TrialFingerprint};
 
@@ -27,6 +29,9 @@ pub struct LatencyMs {
     pub p95: f64,
     /// 99th percentile, ms.
     pub p99: f64,
+    /// 99.9th percentile, ms (absent in results written before it was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p999: Option<f64>,
     /// Slowest event, ms.
     pub max: f64,
 }
@@ -552,6 +557,10 @@ pub struct Results {
     /// Rate mode: each variant's bill at each load point (`stats::bill`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub bill: Vec<Bill>,
+    /// `--slo`: each variant's capacity at each latency objective, with the search's steps
+    /// (`experiment::capacity`, `stats::capacity`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub capacity: Vec<Capacity>,
     /// The hosts that made the load (`--agents`), as they introduced themselves; absent when
     /// this process made it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

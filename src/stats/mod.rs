@@ -5,6 +5,7 @@
 //! two servers (`ratio`), and the verdict a DBA can act on (`verdict`).
 
 pub mod bill;
+pub mod capacity;
 pub mod carryover;
 mod cells;
 mod correction;

@@ -134,6 +134,7 @@ fn no_pattern_of_set_aside_blocks_makes_a_figure_panic() {
                     analysis: summary.analysis,
                     warnings,
                     calibration: vec![],
+                    capacity: vec![],
                 };
                 for (c, ct) in masked.cells.iter().zip(&cells) {
                     let pairs = ct.trials.len();

@@ -1,0 +1,507 @@
+//! `--slo p99=5ms`: each variant's capacity at a latency objective, the highest rate at
+//! which that quantile of the latency (from each event's intended start) stays within it.
+//!
+//! 1. Calibration: each variant's closed-loop throughput at the thread count (the upper end
+//!    of its search). Not counted.
+//! 2. Search: bisection between 0 and that throughput, every variant at its own candidate
+//!    rate in one block, in a random order, so that drift hits all alike. Not counted.
+//! 3. Measured blocks: each variant at three fixed rates around its search's answer (±6%), all
+//!    of them in one block in a random order. The capacity is where the line through the mean
+//!    reciprocal quantiles meets the objective (`stats::capacity`), with a t interval over
+//!    blocks; a block disturbed by other processes is set aside and run again; a bracket the
+//!    capacity turns out to lie well outside is moved (its blocks become search steps).
+
+use super::disturbed::{others_of, typical};
+use super::runner::{Bench, LoadPoint, Observer};
+use super::spec::{Experiment, StopRule};
+use crate::load::{Arrival, Rate};
+use crate::results::{Capacity, CapacityStep, Slo, Trial};
+use crate::rng::Rng;
+use crate::stats::capacity::{Bracket, Crossing, Width, cost, crossing, interval};
+use anyhow::Result;
+
+/// Bisection steps before the measured blocks: the bracket is then 1/64 of the closed-loop
+/// throughput wide.
+pub const SEARCH_STEPS: u32 = 6;
+/// The measured rates: the search's answer × (1 ∓ this).
+const BRACKET: f64 = 0.06;
+/// Measured blocks when the stop rule does not say (`--repeats` does).
+pub const DEFAULT_MEASURED: u32 = 8;
+/// Times a variant's bracket may be moved.
+const MOVES: u32 = 2;
+
+/// What the statistics suite may change to show what a plausible bug would do; dbtax runs
+/// the default.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Options {
+    /// How the interval's half-width is taken.
+    pub width: Width,
+    /// A search that climbs in steps of 5% of the closed-loop throughput and reports the
+    /// last rate before the first one over the objective (its interval moved there).
+    pub first_over: bool,
+    /// Keep disturbed blocks instead of setting them aside.
+    pub keep_disturbed: bool,
+}
+
+/// The measured blocks the stop rule asks for.
+pub fn measured_blocks(exp: &Experiment) -> u32 {
+    match exp.stop {
+        StopRule::Repeats(n) => n.max(2),
+        StopRule::Precision { .. } => DEFAULT_MEASURED,
+    }
+}
+
+/// The thread count the search runs at: the headline's, else the highest.
+pub fn threads(exp: &Experiment) -> u32 {
+    exp.headline_threads
+        .unwrap_or_else(|| exp.threads.iter().copied().max().unwrap_or(1))
+}
+
+/// Trials the search will run (for the plan and the progress bar): calibration, search and
+/// measured blocks for every objective, before any block is run again.
+pub fn planned_trials(exp: &Experiment) -> usize {
+    let v = exp.variants.len();
+    v + exp.slo.len() * v * (SEARCH_STEPS as usize + 3 * measured_blocks(exp) as usize)
+}
+
+/// One variant's search at one objective.
+struct Track {
+    variant: usize,
+    closed_loop: f64,
+    lo: f64,
+    hi: f64,
+    bracket: [f64; 3],
+    blocks: Vec<(u32, Vec<f64>)>,
+    moves: u32,
+    never_met: Option<f64>,
+    steps: Vec<CapacityStep>,
+}
+
+/// The loop's shared state.
+struct Search<'a> {
+    exp: &'a Experiment,
+    opts: Options,
+    rng: Rng,
+    threads: u32,
+    index: usize,
+    planned: usize,
+    block: u32,
+    seen: Vec<f64>,
+}
+
+impl Search<'_> {
+    fn load(&self, rate: f64) -> LoadPoint {
+        let (arrival, skip_late) = match &self.exp.open_loop {
+            Some(o) => (o.arrival, o.skip_late),
+            None => (Arrival::default(), None),
+        };
+        LoadPoint {
+            threads: self.threads,
+            rate: Some(Rate {
+                per_second: rate.max(1.0),
+                arrival,
+                skip_late,
+            }),
+        }
+    }
+
+    fn trial(
+        &mut self,
+        bench: &mut dyn Bench,
+        observer: &mut dyn Observer,
+        v: usize,
+        rate: f64,
+    ) -> Result<Trial> {
+        crate::interrupt::check()?;
+        crate::crash::test_point(self.index);
+        let name = &self.exp.variants[v].name;
+        observer.trial_starting(self.index, self.planned, name, self.threads);
+        let which = || format!("capacity trial {} ({name}, {rate:.0}/s)", self.index + 1);
+        bench.apply(v, observer).map_err(|e| e.context(which()))?;
+        let mut t = bench
+            .trial(v, &self.load(rate), observer)
+            .map_err(|e| e.context(which()))?;
+        t.started_at = crate::host::now_rfc3339_ms();
+        self.index += 1;
+        self.seen.extend(others_of(&t).map(|(p, _)| p));
+        Ok(t)
+    }
+
+    /// The most CPU other processes used in one of a block's trials, when over the run's
+    /// typical level by more than `--max-disturbance` (as the runner's rule).
+    fn disturbed<'t>(&self, trials: impl Iterator<Item = &'t Trial>) -> Option<f64> {
+        let limit = self
+            .exp
+            .max_disturbance
+            .filter(|_| !self.opts.keep_disturbed)?;
+        let level = typical(&self.seen);
+        trials
+            .flat_map(others_of)
+            .filter(|(p, _)| *p > level + limit)
+            .map(|(p, _)| p)
+            .max_by(|a, b| a.total_cmp(b))
+    }
+
+    fn shuffled<T>(&mut self, mut items: Vec<T>) -> Vec<T> {
+        for i in (1..items.len()).rev() {
+            let j = (self.rng.next_u64() % (i as u64 + 1)) as usize;
+            items.swap(i, j);
+        }
+        items
+    }
+}
+
+/// The quantile a trial met, ms; a trial the server did not keep up with counts as over
+/// any objective.
+fn met(slo: &Slo, t: &Trial) -> f64 {
+    let q = slo.quantile.of(&t.latency_ms);
+    if t.rate.as_ref().is_some_and(|r| r.saturated) {
+        q.max(slo.ms * 1.0001)
+    } else {
+        q
+    }
+}
+
+fn step(block: u32, phase: &str, rate: f64, t: &Trial) -> CapacityStep {
+    CapacityStep {
+        block,
+        phase: phase.into(),
+        rate,
+        latency_ms: t.latency_ms.clone(),
+        held: t.rate.clone(),
+    }
+}
+
+/// Run the search for every objective; `on_block` sees the capacities after every block
+/// (results.json is rewritten: an interruption loses nothing).
+pub fn run(
+    exp: &Experiment,
+    bench: &mut dyn Bench,
+    observer: &mut dyn Observer,
+    on_block: &mut dyn FnMut(&[Capacity]) -> Result<()>,
+) -> Result<Vec<Capacity>> {
+    run_with(exp, bench, observer, on_block, Options::default())
+}
+
+/// `run`, with the statistics suite's options.
+pub fn run_with(
+    exp: &Experiment,
+    bench: &mut dyn Bench,
+    observer: &mut dyn Observer,
+    on_block: &mut dyn FnMut(&[Capacity]) -> Result<()>,
+    opts: Options,
+) -> Result<Vec<Capacity>> {
+    let mut s = Search {
+        exp,
+        opts,
+        rng: Rng::new(exp.seed ^ 0x5107),
+        threads: threads(exp),
+        index: 0,
+        planned: planned_trials(exp),
+        block: 0,
+        seen: vec![],
+    };
+    let n = exp.variants.len();
+    observer.status(&format!(
+        "calibration: each variant's closed-loop throughput at {} threads (not counted)",
+        s.threads
+    ));
+    let mut closed = vec![0.0; n];
+    let mut calibration_steps = vec![None; n];
+    for v in s.shuffled((0..n).collect()) {
+        crate::interrupt::check()?;
+        bench.apply(v, observer)?;
+        let t = bench.calibrate(s.threads, observer)?;
+        s.index += 1;
+        closed[v] = t.tps.max(1.0);
+        calibration_steps[v] = Some(step(0, "calibration", t.tps, &t));
+        observer.status(&format!(
+            "  {}: {:.0} events/s",
+            exp.variants[v].name, closed[v]
+        ));
+    }
+    let mut done: Vec<Capacity> = vec![];
+    for slo in &exp.slo {
+        let mut tracks: Vec<Track> = (0..n)
+            .map(|v| Track {
+                variant: v,
+                closed_loop: closed[v],
+                lo: 0.0,
+                hi: closed[v],
+                bracket: [0.0; 3],
+                blocks: vec![],
+                moves: 0,
+                never_met: None,
+                steps: calibration_steps[v].iter().cloned().collect(),
+            })
+            .collect();
+        observer.status(&format!(
+            "search for {}: {SEARCH_STEPS} blocks of bisection (not counted)",
+            slo.label()
+        ));
+        search(&mut s, bench, observer, slo, &mut tracks)?;
+        let want = measured_blocks(exp);
+        let mut extra = 0;
+        let mut measured = 0;
+        loop {
+            let live: Vec<usize> = (0..n).filter(|&v| tracks[v].never_met.is_none()).collect();
+            let short = live.iter().any(|&v| tracks[v].blocks.len() < want as usize);
+            // A moved bracket starts its blocks again; the others run on beside it (more
+            // blocks for them), up to three times the blocks asked.
+            if !short || measured >= 3 * want {
+                break;
+            }
+            let mut order: Vec<(usize, usize)> = live
+                .iter()
+                .flat_map(|&v| [(v, 0), (v, 1), (v, 2)])
+                .collect();
+            order = s.shuffled(order);
+            let block = s.block;
+            s.block += 1;
+            let mut got: Vec<(usize, usize, f64, Trial)> = vec![];
+            for (v, k) in order {
+                let rate = tracks[v].bracket[k];
+                let t = s.trial(bench, observer, v, rate)?;
+                got.push((v, k, met(slo, &t), t));
+            }
+            let disturbed = s.disturbed(got.iter().map(|g| &g.3));
+            if let Some(p) = disturbed
+                && extra < 2 * want
+            {
+                extra += 1;
+                observer.status(&format!(
+                    "capacity block {} set aside: other processes used {p:.0}% of a core; \
+                     it runs again",
+                    block + 1
+                ));
+                for (v, k, _, t) in &got {
+                    let rate = tracks[*v].bracket[*k];
+                    tracks[*v].steps.push(step(block, "set aside", rate, t));
+                }
+                continue;
+            }
+            measured += 1;
+            for v in live {
+                let mut q = vec![0.0; 3];
+                for (_, k, value, t) in got.iter().filter(|g| g.0 == v) {
+                    q[*k] = *value;
+                    let rate = tracks[v].bracket[*k];
+                    tracks[v].steps.push(step(block, "measured", rate, t));
+                }
+                tracks[v].blocks.push((block, q));
+                maybe_move(&mut tracks[v], slo);
+            }
+            let now = capacities(&s, slo, &tracks);
+            let mut all = done.clone();
+            all.extend(now);
+            holm(&mut all);
+            on_block(&all)?;
+        }
+        done.extend(capacities(&s, slo, &tracks));
+    }
+    holm(&mut done);
+    Ok(done)
+}
+
+/// The bisection (or, with `first_over`, the climb in 5% steps).
+fn search(
+    s: &mut Search<'_>,
+    bench: &mut dyn Bench,
+    observer: &mut dyn Observer,
+    slo: &Slo,
+    tracks: &mut [Track],
+) -> Result<()> {
+    let n = tracks.len();
+    let steps = if s.opts.first_over { 20 } else { SEARCH_STEPS };
+    let (mut k, mut again) = (0, 0);
+    while k < steps {
+        let live: Vec<usize> = (0..n)
+            .filter(|&v| !s.opts.first_over || tracks[v].hi >= tracks[v].closed_loop)
+            .collect();
+        if live.is_empty() {
+            break;
+        }
+        let block = s.block;
+        s.block += 1;
+        let mut got = vec![];
+        for v in s.shuffled(live) {
+            let tr = &tracks[v];
+            let rate = if s.opts.first_over {
+                tr.closed_loop * 0.05 * f64::from(k + 1)
+            } else {
+                (tr.lo + tr.hi) / 2.0
+            };
+            let t = s.trial(bench, observer, v, rate)?;
+            got.push((v, rate, t));
+        }
+        // A disturbed step would steer the bisection wrong: it runs again.
+        if let Some(p) = s.disturbed(got.iter().map(|g| &g.2))
+            && again < steps
+        {
+            again += 1;
+            observer.status(&format!(
+                "search step set aside: other processes used {p:.0}% of a core; it runs again"
+            ));
+            for (v, rate, t) in &got {
+                tracks[*v].steps.push(step(block, "set aside", *rate, t));
+            }
+            continue;
+        }
+        for (v, rate, t) in got {
+            let q = met(slo, &t);
+            let tr = &mut tracks[v];
+            tr.steps.push(step(block, "search", rate, &t));
+            if q <= slo.ms {
+                tr.lo = rate;
+            } else {
+                tr.hi = rate;
+            }
+        }
+        k += 1;
+    }
+    for tr in tracks.iter_mut() {
+        if tr.lo <= 0.0 {
+            let lowest = tr
+                .steps
+                .iter()
+                .filter(|x| x.phase == "search")
+                .map(|x| x.rate)
+                .fold(f64::INFINITY, f64::min);
+            tr.never_met = Some(lowest);
+            continue;
+        }
+        let centre = if s.opts.first_over {
+            tr.lo
+        } else {
+            (tr.lo + tr.hi) / 2.0
+        };
+        tr.bracket = around(centre);
+    }
+    Ok(())
+}
+
+/// The measured rates around a search's answer.
+fn around(centre: f64) -> [f64; 3] {
+    [centre * (1.0 - BRACKET), centre, centre * (1.0 + BRACKET)]
+}
+
+/// A capacity well outside its bracket (by more than half the bracket) after two blocks:
+/// move the bracket there; the blocks so far become search steps and are run again.
+fn maybe_move(tr: &mut Track, slo: &Slo) {
+    if tr.blocks.len() < 2 || tr.moves >= MOVES {
+        return;
+    }
+    let [a, _, b] = tr.bracket;
+    let w = b - a;
+    let Some(c) = crossing(
+        &Bracket {
+            rates: tr.bracket.to_vec(),
+            blocks: tr.blocks.clone(),
+        },
+        slo.ms,
+    ) else {
+        return;
+    };
+    if c.rate >= a - w / 2.0 && c.rate <= b + w / 2.0 {
+        return;
+    }
+    let centre = c.rate.clamp(0.02 * tr.closed_loop, 1.2 * tr.closed_loop);
+    tr.bracket = around(centre);
+    tr.moves += 1;
+    let moved: Vec<u32> = tr.blocks.drain(..).map(|(b, _)| b).collect();
+    for st in tr.steps.iter_mut() {
+        if st.phase == "measured" && moved.contains(&st.block) {
+            st.phase = "search".into();
+        }
+    }
+}
+
+/// Each variant's capacity at `slo` from the blocks so far, and each feature's cost.
+fn capacities(s: &Search<'_>, slo: &Slo, tracks: &[Track]) -> Vec<Capacity> {
+    let fits: Vec<Option<Crossing>> = tracks
+        .iter()
+        .map(|tr| {
+            crossing(
+                &Bracket {
+                    rates: tr.bracket.to_vec(),
+                    blocks: tr.blocks.clone(),
+                },
+                slo.ms,
+            )
+        })
+        .collect();
+    tracks
+        .iter()
+        .map(|tr| {
+            let fit = &fits[tr.variant];
+            let mut c = Capacity {
+                variant: s.exp.variants[tr.variant].name.clone(),
+                slo: slo.label(),
+                objective: Some(*slo),
+                threads: s.threads,
+                closed_loop: tr.closed_loop,
+                bracket: tr
+                    .never_met
+                    .is_none()
+                    .then_some([tr.bracket[0], tr.bracket[2]]),
+                blocks: tr.blocks.len() as u32,
+                steps: tr.steps.clone(),
+                ..Default::default()
+            };
+            if let Some(lowest) = tr.never_met {
+                c.note = Some(format!("never met {}, even at {lowest:.0}/s", slo.label()));
+                return c;
+            }
+            let Some(f) = fit else {
+                c.note = Some(if tr.blocks.is_empty() {
+                    "no measured block yet".into()
+                } else {
+                    format!(
+                        "its {} did not rise from {:.0}/s to {:.0}/s: no capacity to read there",
+                        slo.quantile.label(),
+                        tr.bracket[0],
+                        tr.bracket[2]
+                    )
+                });
+                return c;
+            };
+            let shift = if s.opts.first_over {
+                tr.lo - f.rate
+            } else {
+                0.0
+            };
+            c.rate = Some(f.rate + shift);
+            c.ci95 = interval(f, s.opts.width).map(|[a, b]| [a + shift, b + shift]);
+            if c.ci95.is_none() {
+                c.note = Some(format!(
+                    "{} measured block(s): an interval needs {}",
+                    tr.blocks.len(),
+                    crate::stats::capacity::MIN_BLOCKS
+                ));
+            }
+            let base = s.exp.variants[tr.variant].baseline;
+            if base != tr.variant
+                && let (Some(fb), Some(f)) = (&fits[base], fit)
+                && let Some(k) = cost(f, fb, s.opts.width)
+            {
+                c.cost_pct = Some(k.pct);
+                c.cost_ci95_pct = Some(k.ci95);
+                c.cost_p = Some(k.p);
+                c.significant = Some(k.p < 0.05);
+            }
+            c
+        })
+        .collect()
+}
+
+/// Holm's adjustment over every cost reported: `significant` after it.
+fn holm(all: &mut [Capacity]) {
+    let idx: Vec<usize> = (0..all.len())
+        .filter(|&i| all[i].cost_p.is_some())
+        .collect();
+    let p: Vec<f64> = idx.iter().map(|&i| all[i].cost_p.unwrap_or(1.0)).collect();
+    let keep = crate::stats::holm::holm(&p, 0.05);
+    for (k, &i) in idx.iter().enumerate() {
+        all[i].significant = Some(keep[k]);
+    }
+}
