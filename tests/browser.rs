@@ -26,14 +26,14 @@ const figs = [...document.querySelectorAll('figure svg')].map(svg => {
   const lines = [...svg.querySelectorAll('polyline')].map(p => p.getTotalLength());
   const points = [...svg.querySelectorAll('circle, rect.bar')].filter(c => { const b = c.getBBox(); return b.width > 0 && b.height > 0; }).length;
   const texts = [...svg.querySelectorAll('text')].filter(t => t.getComputedTextLength() > 0).length;
-  return {w: r.width, h: r.height, lines, points, texts};
+  const laid = sel => [...svg.querySelectorAll(sel)].filter(l => { const b = l.getBBox(); return b.width > 0 || b.height > 0; }).length;
+  return {w: r.width, h: r.height, lines, points, texts, objective: laid('line.objective'), capacity: laid('line.capacity')};
 });
 document.body.setAttribute('data-probe', JSON.stringify(figs));
 </script>"#;
 
-#[test]
-fn the_report_renders_its_charts_in_headless_chromium() {
-    let results = common::fixture("general-log.json");
+/// What the browser laid out of each chart of the page of `results`.
+fn probe(results: &dbtax::results::Results) -> Vec<serde_json::Value> {
     let dir = tempfile::tempdir().unwrap();
     let page = dbtax::report::html(&results).replace("</body>", &format!("{PROBE}</body>"));
     let file = dir.path().join("report.html");
@@ -68,7 +68,13 @@ fn the_report_renders_its_charts_in_headless_chromium() {
     let json = rest[..rest.find('"').unwrap()].replace("&quot;", "\"");
     let figs: serde_json::Value = serde_json::from_str(&json).unwrap();
     eprintln!("probe: {json}");
-    let figs = figs.as_array().unwrap();
+    figs.as_array().unwrap().clone()
+}
+
+#[test]
+fn the_report_renders_its_charts_in_headless_chromium() {
+    let figs = probe(&common::fixture("general-log.json"));
+    let json = serde_json::Value::from(figs.clone());
     assert_eq!(figs.len(), 5, "five charts: {json}");
     for (i, f) in figs.iter().enumerate() {
         assert!(
@@ -90,4 +96,36 @@ fn the_report_renders_its_charts_in_headless_chromium() {
             );
         }
     }
+}
+
+/// A `--slo` run's page (a run on the managed MariaDB: `dbtax run --feature general-log
+/// --slo p99=5ms`): one chart, the quantile against the rate, with every trial a point, the
+/// objective's line across it and each variant's capacity marked.
+#[test]
+fn the_capacity_chart_shows_the_objective_and_each_capacity_in_headless_chromium() {
+    let results = common::fixture("capacity.json");
+    let figs = probe(&results);
+    assert_eq!(figs.len(), 1, "one chart: {figs:?}");
+    let f = &figs[0];
+    assert!(
+        f["w"].as_f64().unwrap() > 300.0 && f["h"].as_f64().unwrap() > 200.0,
+        "no size: {f}"
+    );
+    let trials: usize = results
+        .capacity
+        .iter()
+        .map(|c| {
+            c.steps
+                .iter()
+                .filter(|s| s.phase == "search" || s.phase == "measured")
+                .count()
+        })
+        .sum();
+    assert!(
+        f["points"].as_u64().unwrap() as usize >= trials,
+        "{trials} trials, fewer points: {f}"
+    );
+    assert_eq!(f["objective"], 1, "the objective's line: {f}");
+    let found = results.capacity.iter().filter(|c| c.rate.is_some()).count();
+    assert_eq!(f["capacity"].as_u64().unwrap() as usize, found, "{f}");
 }

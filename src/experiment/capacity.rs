@@ -28,7 +28,7 @@ const BRACKET: f64 = 0.06;
 /// Measured blocks when the stop rule does not say (`--repeats` does).
 pub const DEFAULT_MEASURED: u32 = 8;
 /// Times a variant's bracket may be moved.
-const MOVES: u32 = 2;
+const MOVES: u32 = 3;
 
 /// What the statistics suite may change to show what a plausible bug would do; dbtax runs
 /// the default.
@@ -151,15 +151,11 @@ impl Search<'_> {
     }
 }
 
-/// The quantile a trial met, ms; a trial the server did not keep up with counts as over
-/// any objective.
+/// The quantile a trial met, ms. Latency counts from each event's intended start, so a
+/// server that fell behind shows it here (the rate's own "saturated" mark misfires when a
+/// trial has few events).
 fn met(slo: &Slo, t: &Trial) -> f64 {
-    let q = slo.quantile.of(&t.latency_ms);
-    if t.rate.as_ref().is_some_and(|r| r.saturated) {
-        q.max(slo.ms * 1.0001)
-    } else {
-        q
-    }
+    slo.quantile.of(&t.latency_ms)
 }
 
 fn step(block: u32, phase: &str, rate: f64, t: &Trial) -> CapacityStep {
@@ -385,27 +381,41 @@ fn around(centre: f64) -> [f64; 3] {
     [centre * (1.0 - BRACKET), centre, centre * (1.0 + BRACKET)]
 }
 
-/// A capacity well outside its bracket (by more than half the bracket) after two blocks:
-/// move the bracket there; the blocks so far become search steps and are run again.
+/// After two blocks, a capacity well outside its bracket (by more than half the bracket), or
+/// a latency that did not rise across it while every rate was within the objective (or
+/// every one over it): a noisy trial steered the search wrong. Move the bracket (to the
+/// capacity, or half as far again up, or down by a third); the blocks so far become search
+/// steps, and the variant's blocks start again.
 fn maybe_move(tr: &mut Track, slo: &Slo) {
     if tr.blocks.len() < 2 || tr.moves >= MOVES {
         return;
     }
     let [a, _, b] = tr.bracket;
     let w = b - a;
-    let Some(c) = crossing(
+    let target = match crossing(
         &Bracket {
             rates: tr.bracket.to_vec(),
             blocks: tr.blocks.clone(),
         },
         slo.ms,
-    ) else {
-        return;
+    ) {
+        Some(c) if c.rate >= a - w / 2.0 && c.rate <= b + w / 2.0 => return,
+        Some(c) => c.rate,
+        None => {
+            let median = |k: usize| {
+                let v: Vec<f64> = tr.blocks.iter().map(|(_, q)| q[k]).collect();
+                crate::stats::sample::median(&v).unwrap_or(f64::NAN)
+            };
+            if median(2) <= slo.ms {
+                b * 1.5
+            } else if median(0) > slo.ms {
+                a * 2.0 / 3.0
+            } else {
+                return;
+            }
+        }
     };
-    if c.rate >= a - w / 2.0 && c.rate <= b + w / 2.0 {
-        return;
-    }
-    let centre = c.rate.clamp(0.02 * tr.closed_loop, 1.2 * tr.closed_loop);
+    let centre = target.clamp(0.02 * tr.closed_loop, 1.2 * tr.closed_loop);
     tr.bracket = around(centre);
     tr.moves += 1;
     let moved: Vec<u32> = tr.blocks.drain(..).map(|(b, _)| b).collect();

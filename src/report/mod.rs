@@ -4,6 +4,7 @@
 
 pub mod agents;
 pub mod analysis;
+pub mod capacity;
 pub mod charts;
 pub mod closed;
 pub mod compare;
@@ -22,10 +23,12 @@ use anyhow::{Context, Result};
 use std::path::Path;
 use view::View;
 
-/// The view of a run, chosen once: at a rate when it ran open loop (`rate`), else closed
-/// loop (`closed`). Every renderer is handed it.
+/// The view of a run, chosen once: capacity at an objective (`--slo`: `capacity`), at a rate
+/// when it ran open loop (`rate`), else closed loop (`closed`). Every renderer is handed it.
 pub fn view(r: &Results) -> Box<dyn View + '_> {
-    if r.rate.is_some() {
+    if !r.capacity.is_empty() {
+        Box::new(capacity::CapacityView(r))
+    } else if r.rate.is_some() {
         Box::new(rate::RateView(r))
     } else {
         Box::new(closed::ClosedLoop(r))

@@ -6,6 +6,7 @@
 //! scenarios in order and prints libtest's summary line.
 
 mod bench;
+mod capacity;
 mod clients;
 #[path = "../common/mod.rs"]
 mod common;
@@ -159,6 +160,7 @@ fn main() {
         safety::the_disk_guard_stops_a_run_before_the_log_passes_its_limit,
         bench::a_rate_is_held_and_latency_counts_from_the_intended_start,
         run::a_run_at_half_of_capacity_reports_added_latency_and_restores,
+        capacity::a_latency_objective_finds_each_variants_capacity_and_restores,
         cpus::a_managed_server_starts_on_its_own_cpus,
         cpus::a_users_unbound_server_is_not_moved_and_the_results_say_they_shared,
         cpus::a_users_bound_server_keeps_its_cpus_and_the_load_takes_the_rest,

@@ -6,6 +6,7 @@
 //! start clusters of their own through dbtax.
 
 mod breaks;
+mod capacity;
 mod clients;
 #[path = "../common/mod.rs"]
 mod common;
@@ -549,6 +550,7 @@ fn dbtax_scenarios() -> &'static [common::Scenario<Ctx>] {
         a_run_measures_statement_logging_and_puts_auto_conf_back_byte_for_byte,
         another_clients_statements_withhold_the_server_cpu,
         the_bill_at_a_rate_is_said_first,
+        capacity::a_latency_objective_finds_each_variants_capacity_and_restores,
         ctrl_c_restores_auto_conf_byte_for_byte,
         kill_9_then_restore_puts_auto_conf_back,
         a_user_without_privileges_gets_exit_2_and_nothing_changes,
