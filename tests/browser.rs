@@ -35,7 +35,7 @@ document.body.setAttribute('data-probe', JSON.stringify(figs));
 /// What the browser laid out of each chart of the page of `results`.
 fn probe(results: &dbtax::results::Results) -> Vec<serde_json::Value> {
     let dir = tempfile::tempdir().unwrap();
-    let page = dbtax::report::html(&results).replace("</body>", &format!("{PROBE}</body>"));
+    let page = dbtax::report::html(results).replace("</body>", &format!("{PROBE}</body>"));
     let file = dir.path().join("report.html");
     std::fs::write(&file, page).unwrap();
     let out = Command::new(chromium())

@@ -8,7 +8,7 @@ use dbtax::report::{self, compare, csv};
 
 #[test]
 fn fixtures_match_the_committed_schema() {
-    for f in ["general-log.json", "audit-durability.json"] {
+    for f in ["general-log.json", "audit-durability.json", "capacity.json"] {
         let v = serde_json::to_value(fixture(f)).unwrap();
         let errors = common::schema_errors(&v);
         assert!(errors.is_empty(), "{f}: {errors:?}");
@@ -478,4 +478,56 @@ fn each_verdict_is_worded_in_every_form_with_its_detectable_effect() {
         }
     }
     insta::assert_snapshot!("verdicts", all);
+}
+
+/// A `--slo` run (the fixture: the general log on the managed MariaDB): the table gives each
+/// capacity with its interval and the change, the words lead with it, and `compare` sets two
+/// such runs side by side (B/A of the capacities) and refuses a capacity run beside another
+/// kind.
+#[test]
+fn a_capacity_run_is_tabled_worded_and_compared() {
+    let a = fixture("capacity.json");
+    let text = dbtax::report::table(&a);
+    assert!(text.contains("capacity at p99 ≤ 5 ms"), "{text}");
+    assert!(text.contains("621/s [479, 762]"), "{text}");
+    assert!(text.contains("-5.9% [-17.1, +6.9]"), "{text}");
+    let words = dbtax::report::headlines(&a);
+    assert_eq!(
+        words[0],
+        "The general log lowers the rate served at p99 ≤ 5 ms from 621/s [479, 762] to 584/s \
+         [444, 725]: -5.9% [-17.1, +6.9], within noise.",
+        "{words:?}"
+    );
+    // B: every capacity and interval 10% lower.
+    let mut b = a.clone();
+    for c in &mut b.capacity {
+        c.rate = c.rate.map(|x| x * 0.9);
+        c.ci95 = c.ci95.map(|[lo, hi]| [lo * 0.9, hi * 0.9]);
+    }
+    let cmp = dbtax::report::compare::render_text(&a, &b);
+    assert!(
+        cmp.contains("general-log at p99 ≤ 5 ms: B/A ×0.900"),
+        "{cmp}"
+    );
+    assert!(cmp.contains("B: 526/s [399, 653], -5.9%"), "{cmp}");
+    let page = dbtax::report::compare::render_html(&a, &b);
+    assert_eq!(
+        page.matches("class=\"objective\"").count(),
+        2,
+        "each side's chart"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let out = assert_cmd::Command::from_std(common::dbtax(&state))
+        .arg("compare")
+        .arg(fixture_path("capacity.json"))
+        .arg(fixture_path("general-log.json"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("is a capacity run (--slo)"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

@@ -8,6 +8,19 @@ use anyhow::{Context, Result};
 pub fn run(args: CompareArgs) -> Result<()> {
     let a = report::load(&args.a)?;
     let b = report::load(&args.b)?;
+    if a.capacity.is_empty() != b.capacity.is_empty() {
+        let (slo, other) = if a.capacity.is_empty() {
+            (&args.b, &args.a)
+        } else {
+            (&args.a, &args.b)
+        };
+        return Err(crate::error::usage(format!(
+            "{} is a capacity run (--slo) and {} is not: set capacities beside capacities; \
+             compare two runs of the same kind",
+            slo.display(),
+            other.display()
+        )));
+    }
     if a.rate.is_some() != b.rate.is_some() {
         let (rate, closed) = if a.rate.is_some() {
             (&args.a, &args.b)

@@ -50,57 +50,16 @@ pub fn render(exp: &Experiment, label: &str, version: &str, plan: &Plan) -> Resu
             );
         }
     }
-    s += &format!(
-        "  trials     {:.1} s measured after {:.1} s settle; {} → {trials} trials, about {:.0} s\n",
-        exp.trial.as_secs_f64(),
-        exp.warmup.as_secs_f64(),
-        match &exp.stop {
-            StopRule::Repeats(n) if exp.open_loop.is_some() =>
-                format!("{n} {unit} per thread count and rate"),
-            StopRule::Repeats(n) => format!("{n} {unit} per thread count"),
-            StopRule::Precision {
-                points,
-                budget,
-                focus: None,
-            } => format!(
-                "at least {blocks} {unit} per thread count, more until ±{points} points or {} s",
-                budget.as_secs()
-            ),
-            StopRule::Precision {
-                points,
-                budget,
-                focus: Some(f),
-            } => format!(
-                "{} {unit} at other thread counts; at {} threads at least {blocks} {unit}, \
-                 more (of the variants still wider) until ±{points} points or {} s",
-                f.others,
-                f.threads,
-                budget.as_secs()
-            ),
-        },
-        secs
-    );
-    if exp.warmup_round {
-        s += &format!(
-            "  warm-up    a block at every thread count first ({warmups} trials, not counted)\n"
-        );
-    }
-    s += &if per == 2 {
-        format!(
-            "  order      blocks of four trials, two of each, in orders drawn to keep the feature balanced against the two trials before, thread counts shuffled per round (seed {})\n",
-            exp.seed
-        )
+    if exp.slo.is_empty() {
+        s += &schedule(exp, blocks, unit, trials, secs, per, warmups);
     } else {
-        format!(
-            "  order      blocks of every variant, orders from a Williams design, thread counts shuffled per round (seed {})\n",
-            exp.seed
-        )
-    };
-    s += &format!(
-        "  headline   at {} threads (fixed before the run)\n",
-        exp.headline_threads()
-    );
+        s += &capacity(exp);
+    }
     for n in &plan.notes {
+        // A capacity search's blocks are its own (three rates of each variant).
+        if !exp.slo.is_empty() && n.starts_with("blocks:") {
+            continue;
+        }
         s += &format!("  note       {n}\n");
     }
     if let Some(why) = &plan.refused {
@@ -156,4 +115,91 @@ pub fn render(exp: &Experiment, label: &str, version: &str, plan: &Plan) -> Resu
     }
     s += "Nothing was changed (--dry-run).\n";
     Ok(s)
+}
+
+/// The trials, warm-up, order and headline lines of a run at fixed loads.
+fn schedule(
+    exp: &Experiment,
+    blocks: usize,
+    unit: &str,
+    trials: usize,
+    secs: f64,
+    per: usize,
+    warmups: usize,
+) -> String {
+    let mut out = String::new();
+    out += &format!(
+        "  trials     {:.1} s measured after {:.1} s settle; {} → {trials} trials, about {:.0} s\n",
+        exp.trial.as_secs_f64(),
+        exp.warmup.as_secs_f64(),
+        match &exp.stop {
+            StopRule::Repeats(n) if exp.open_loop.is_some() =>
+                format!("{n} {unit} per thread count and rate"),
+            StopRule::Repeats(n) => format!("{n} {unit} per thread count"),
+            StopRule::Precision {
+                points,
+                budget,
+                focus: None,
+            } => format!(
+                "at least {blocks} {unit} per thread count, more until ±{points} points or {} s",
+                budget.as_secs()
+            ),
+            StopRule::Precision {
+                points,
+                budget,
+                focus: Some(f),
+            } => format!(
+                "{} {unit} at other thread counts; at {} threads at least {blocks} {unit}, \
+                 more (of the variants still wider) until ±{points} points or {} s",
+                f.others,
+                f.threads,
+                budget.as_secs()
+            ),
+        },
+        secs
+    );
+    if exp.warmup_round {
+        out += &format!(
+            "  warm-up    a block at every thread count first ({warmups} trials, not counted)\n"
+        );
+    }
+    out += &if per == 2 {
+        format!(
+            "  order      blocks of four trials, two of each, in orders drawn to keep the feature balanced against the two trials before, thread counts shuffled per round (seed {})\n",
+            exp.seed
+        )
+    } else {
+        format!(
+            "  order      blocks of every variant, orders from a Williams design, thread counts shuffled per round (seed {})\n",
+            exp.seed
+        )
+    };
+    out += &format!(
+        "  headline   at {} threads (fixed before the run)\n",
+        exp.headline_threads()
+    );
+    out
+}
+
+/// The lines of a `--slo` run: what it searches for, how, and about how long.
+fn capacity(exp: &Experiment) -> String {
+    use super::capacity as c;
+    let trials = c::planned_trials(exp);
+    let secs = super::order::trial_estimate(exp.trial, exp.warmup).as_secs_f64() * trials as f64;
+    let slos: Vec<String> = exp.slo.iter().map(|s| s.label()).collect();
+    format!(
+        "  capacity   at {} (latency from each event's intended start), at {} threads\n  \
+         search     each variant's closed-loop throughput first; then {} blocks of bisection \
+         (every variant at its own rate in one block, not counted); then {} measured blocks of \
+         every variant at three rates around its answer (±6%), in a random order (seed {})\n  \
+         trials     {:.1} s measured after {:.1} s settle → about {trials} trials, {:.0} s\n",
+        slos.join(", "),
+        c::threads(exp),
+        c::SEARCH_STEPS,
+        c::measured_blocks(exp),
+        exp.seed,
+        exp.trial.as_secs_f64(),
+        exp.warmup.as_secs_f64(),
+        secs
+    )
 }

@@ -242,6 +242,86 @@ fn cost_header(r: &Results) -> [&'static str; 2] {
     }
 }
 
+/// One variant's capacity at one objective on each side.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CapacityRow {
+    /// The objective.
+    pub slo: String,
+    /// The variant.
+    pub variant: String,
+    /// Each side's capacity with its interval and change, in words.
+    pub a: String,
+    /// See `a`.
+    pub b: String,
+    /// B's capacity over A's, or a dash.
+    pub ratio: String,
+}
+
+/// Every (objective, variant) either side found a capacity for, in A's order then B's.
+pub fn capacities(a: &Results, b: &Results) -> Vec<CapacityRow> {
+    let mut keys: Vec<(String, String)> = vec![];
+    for c in a.capacity.iter().chain(&b.capacity) {
+        let k = (c.slo.clone(), c.variant.clone());
+        if !keys.contains(&k) {
+            keys.push(k);
+        }
+    }
+    let side = |r: &Results, k: &(String, String)| {
+        r.capacity
+            .iter()
+            .find(|c| c.slo == k.0 && c.variant == k.1)
+            .cloned()
+    };
+    let said = |c: &Option<crate::results::Capacity>| match c {
+        None => "not measured".to_string(),
+        Some(c) => {
+            let Some(rate) = c.rate else {
+                return c.note.clone().unwrap_or_else(|| "no capacity".into());
+            };
+            let mut s = super::capacity::per_second(rate);
+            if let Some([lo, hi]) = c.ci95 {
+                let _ = write!(s, " [{:.0}, {:.0}]", lo, hi);
+            }
+            if let (Some(p), Some([lo, hi])) = (c.cost_pct, c.cost_ci95_pct) {
+                let _ = write!(s, ", {p:+.1}% [{lo:+.1}, {hi:+.1}]");
+            }
+            s
+        }
+    };
+    keys.iter()
+        .map(|k| {
+            let (ca, cb) = (side(a, k), side(b, k));
+            let ratio = match (
+                ca.as_ref().and_then(|c| c.rate),
+                cb.as_ref().and_then(|c| c.rate),
+            ) {
+                (Some(x), Some(y)) if x > 0.0 => format!("×{:.3}", y / x),
+                _ => "—".into(),
+            };
+            CapacityRow {
+                slo: k.0.clone(),
+                variant: k.1.clone(),
+                a: said(&ca),
+                b: said(&cb),
+                ratio,
+            }
+        })
+        .collect()
+}
+
+fn capacities_text(a: &Results, b: &Results) -> String {
+    let mut s =
+        "Capacity at each objective (each side's change against its own baseline):\n".to_string();
+    for r in capacities(a, b) {
+        let _ = writeln!(
+            s,
+            "  {} at {}: B/A {}\n    A: {}\n    B: {}",
+            r.variant, r.slo, r.ratio, r.a, r.b
+        );
+    }
+    s + "\nThe two runs were not interleaved: B/A has no interval; each side's own change does.\n"
+}
+
 /// The terminal comparison.
 pub fn render_text(a: &Results, b: &Results) -> String {
     let mut s = format!(
@@ -251,6 +331,9 @@ pub fn render_text(a: &Results, b: &Results) -> String {
         label(b),
         b.target.url
     );
+    if !a.capacity.is_empty() {
+        return s + &capacities_text(a, b);
+    }
     let ps = pairs(a, b);
     if ps.is_empty() {
         return s + "The two results have no (variant, threads) in common.\n";
@@ -291,6 +374,27 @@ pub fn render_html<'a>(a: &'a Results, b: &'a Results) -> String {
         esc(&label(b)),
         esc(&b.target.url)
     );
+    if !a.capacity.is_empty() {
+        s += "<h2>Capacity at each objective</h2>\n<table><tr><th>objective</th><th>variant</th><th>A</th><th>B</th><th>B/A</th></tr>\n";
+        for r in capacities(a, b) {
+            let _ = writeln!(
+                s,
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                esc(&r.slo),
+                esc(&r.variant),
+                esc(&r.a),
+                esc(&r.b),
+                esc(&r.ratio)
+            );
+        }
+        s += "</table>\n<p>Each side's capacity and its change are from its own run; B/A sets the two capacities beside each other (the runs were not interleaved: no interval for it).</p>\n";
+        for (side, r) in [("A", a), ("B", b)] {
+            for c in super::view(r).charts() {
+                let _ = writeln!(s, "<h3>{side}</h3><figure>{}</figure>", c.svg);
+            }
+        }
+        return s + "</body></html>\n";
+    }
     let paired = interleaved(a, b);
     let [ca, cb] = cost_header(a);
     let _ = writeln!(
