@@ -55,6 +55,8 @@ pub enum Command {
   dbtax run experiment.toml --out results/ --dry-run
   dbtax run --feature slow-log --rate 50%               added latency and server CPU at half of capacity
   dbtax run --feature general-log --rate 25%,50%,80% --threads 8
+  dbtax run --feature general-log --at-rate 2000/s --production-cores 16   the bill at your rate
+  dbtax run --feature general-log --slo p99=5ms --threads 8 --repeats 6    capacity within p99 <= 5 ms, with and without
   dbtax run experiment.toml --target 'mysql://root:pw@127.0.0.1:3306/'
   dbtax run --preset pg-logging --quick                 log_statement, log_min_duration, pgaudit on PostgreSQL
   dbtax run --target 'postgres://postgres:pw@127.0.0.1:5432/app' --feature auto-explain -w select-only

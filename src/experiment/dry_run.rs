@@ -56,10 +56,6 @@ pub fn render(exp: &Experiment, label: &str, version: &str, plan: &Plan) -> Resu
         s += &capacity(exp);
     }
     for n in &plan.notes {
-        // A capacity search's blocks are its own (three rates of each variant).
-        if !exp.slo.is_empty() && n.starts_with("blocks:") {
-            continue;
-        }
         s += &format!("  note       {n}\n");
     }
     if let Some(why) = &plan.refused {

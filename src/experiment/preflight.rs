@@ -79,7 +79,8 @@ pub fn preflight(exp: &Experiment, server: &Server, restart_cmd: Option<&str>) -
     let names: Vec<&str> = touched.iter().map(String::as_str).collect();
     let current = admin.global_vars(&names)?;
     notes.extend(held_notes(&held, &current));
-    if exp.variants.len() == 2 {
+    // (A capacity search's blocks are its own: three rates of each variant.)
+    if exp.variants.len() == 2 && exp.slo.is_empty() {
         let per = exp.repeats_per_block();
         notes.push(match (per, exp.open_loop.is_none()) {
             (1, _) => "blocks: one trial of each variant".into(),

@@ -35,7 +35,9 @@ fn root(rates: &[f64], u: &[f64], s: f64) -> Option<f64> {
     match (rates, u) {
         ([a, b], [ua, ub]) => {
             let d = ua - ub;
-            (d > 0.0).then(|| a + (ua - s) / d * (b - a))
+            let w = b - a;
+            let at = a + (ua - s) / d * w;
+            (d > 0.0 && at > a - w && at < b + w).then_some(at)
         }
         ([a, m, b], [ua, um, ub]) => {
             // Newton's form around m: u(x) = um + p·(x − m) + q·(x − m)².
