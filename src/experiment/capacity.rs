@@ -198,6 +198,12 @@ pub fn run_with(
         seen: vec![],
     };
     let n = exp.variants.len();
+    let started = std::time::Instant::now();
+    let elapsed = |bench: &dyn Bench| bench.elapsed().unwrap_or_else(|| started.elapsed());
+    let budget = match exp.stop {
+        StopRule::Precision { budget, .. } => Some(budget),
+        StopRule::Repeats(_) => None,
+    };
     observer.status(&format!(
         "calibration: each variant's closed-loop throughput at {} threads (not counted)",
         s.threads
@@ -242,6 +248,17 @@ pub fn run_with(
         loop {
             let live: Vec<usize> = (0..n).filter(|&v| tracks[v].never_met.is_none()).collect();
             let short = live.iter().any(|&v| tracks[v].blocks.len() < want as usize);
+            // `--budget` (with --precision): no new block once it is spent, when every
+            // variant has the blocks an interval needs.
+            let spent = budget.is_some_and(|b| elapsed(bench) >= b)
+                && live
+                    .iter()
+                    .all(|&v| tracks[v].blocks.len() >= crate::stats::capacity::MIN_BLOCKS);
+            if spent {
+                observer
+                    .status("the time budget is spent: the capacities stand on the blocks so far");
+                break;
+            }
             // A moved bracket starts its blocks again; the others run on beside it (more
             // blocks for them), up to three times the blocks asked.
             if !short || measured >= 3 * want {

@@ -184,3 +184,30 @@ pub struct Capacity {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn objectives_are_read_as_people_write_them() {
+        for (text, q, ms) in [
+            ("p99=5ms", Quantile::P99, 5.0),
+            ("p99 <= 5ms", Quantile::P99, 5.0),
+            ("P95 ≤ 800us", Quantile::P95, 0.8),
+            ("p99.9=0.02s", Quantile::P999, 20.0),
+            ("median=2 ms", Quantile::P50, 2.0),
+        ] {
+            let s = Slo::parse(text).unwrap();
+            assert_eq!((s.quantile, s.ms), (q, ms), "{text}");
+        }
+        assert_eq!(Slo::parse("p99=5ms").unwrap().label(), "p99 ≤ 5 ms");
+        for bad in ["p99", "p98=5ms", "p99=5", "p99=-1ms", "p99=0ms", "p99=fast"] {
+            let e = Slo::parse(bad).unwrap_err().to_string();
+            assert!(
+                e.contains(bad.split('=').next().unwrap()) || e.contains("objective"),
+                "{e}"
+            );
+        }
+    }
+}

@@ -220,3 +220,37 @@ fn drift_and_disturbances_leave_the_cost_covered_when_disturbed_blocks_are_set_a
         (0.0, 0.90),
     );
 }
+
+/// `--budget` (with --precision): once the simulated clock passes it, no new measured block
+/// starts, as soon as every variant has the three an interval needs; a long budget runs them
+/// all.
+#[test]
+fn a_time_budget_ends_the_measured_blocks_once_each_variant_has_three() {
+    let blocks_with = |budget_s: u64| {
+        let mut e = experiment(
+            variants(2),
+            vec![8],
+            StopRule::Precision {
+                points: 1.0,
+                budget: Duration::from_secs(budget_s),
+                focus: None,
+            },
+            7,
+        );
+        e.slo = vec![SLO];
+        let mut sim = SimulatedServer::new(7, vec![0.0, 0.0], 0.06, 0.0);
+        sim.queue = Some(queue());
+        let found = run_with(
+            &e,
+            &mut sim,
+            &mut Silent,
+            &mut |_| Ok(()),
+            Options::default(),
+        )
+        .unwrap();
+        found.iter().map(|c| c.blocks).collect::<Vec<_>>()
+    };
+    assert_eq!(blocks_with(1), vec![3, 3]);
+    let all = dbtax::experiment::capacity::DEFAULT_MEASURED;
+    assert_eq!(blocks_with(3600), vec![all, all]);
+}
