@@ -223,12 +223,7 @@ impl View for CapacityView<'_> {
 /// search steps hollow), the objective as a dashed line, each capacity as a vertical line
 /// with its interval shaded.
 pub fn chart(r: &Results, slo: &str) -> String {
-    const W: f64 = 640.0;
-    const H: f64 = 360.0;
-    const L: f64 = 74.0;
-    const R: f64 = 150.0;
-    const T: f64 = 40.0;
-    const B: f64 = 52.0;
+    use super::svg::{BOTTOM as B, H, LEFT as L, RIGHT as R, TOP as T, W};
     let caps: Vec<&Capacity> = r.capacity.iter().filter(|c| c.slo == slo).collect();
     let Some(objective) = caps.iter().find_map(|c| c.objective) else {
         return String::new();

@@ -9,12 +9,18 @@ pub const PALETTE: [&str; 8] = [
     "#000000", "#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#8C6D1F",
 ];
 
-const W: f64 = 640.0;
-const H: f64 = 360.0;
-const LEFT: f64 = 74.0;
-const RIGHT: f64 = 150.0;
-const TOP: f64 = 40.0;
-const BOTTOM: f64 = 52.0;
+/// Every chart's size and margins (the legend sits in the right one).
+pub const W: f64 = 640.0;
+/// See `W`.
+pub const H: f64 = 360.0;
+/// See `W`.
+pub const LEFT: f64 = 74.0;
+/// See `W`.
+pub const RIGHT: f64 = 150.0;
+/// See `W`.
+pub const TOP: f64 = 40.0;
+/// See `W`.
+pub const BOTTOM: f64 = 52.0;
 
 /// One line (or one bar colour): values per x position, optional CI per position.
 #[derive(Debug, Clone)]

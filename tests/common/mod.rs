@@ -386,3 +386,69 @@ impl Capture {
         (o.status.code(), self.said)
     }
 }
+
+/// `dbtax run` with `--slo p99=10ms` on `target`: the general log against off, `query` (a
+/// statement of about a millisecond of the server's CPU: the rates stay in the hundreds,
+/// which dbtax's own clients hold easily beside a busy neighbour), 4 threads, 3 measured
+/// blocks of short trials, results in `out`.
+#[allow(dead_code)]
+pub fn slo_args(target: &str, query: &str, out: &Path) -> Vec<String> {
+    let mut a: Vec<String> = [
+        "run",
+        "--target",
+        target,
+        "--feature",
+        "general-log",
+        "--slo",
+        "p99=10ms",
+        "--threads",
+        "4",
+        "--repeats",
+        "3",
+        "--trial",
+        "0.6s",
+        "--warmup",
+        "0.2s",
+        "--query",
+        query,
+        "--out",
+    ]
+    .map(String::from)
+    .to_vec();
+    a.push(out.display().to_string());
+    a
+}
+
+/// What a `--slo` run promises, whatever the machine: two capacities at the objective, each
+/// a rate within its interval, or the words why there is no rate or no interval; every
+/// trial's latency measured. Returns them.
+#[allow(dead_code)]
+pub fn capacities_as_promised(v: &serde_json::Value) -> Vec<serde_json::Value> {
+    let caps = v["capacity"].as_array().unwrap().clone();
+    assert_eq!(caps.len(), 2, "{v}");
+    for c in &caps {
+        assert_eq!(c["slo"], "p99 ≤ 10 ms", "{c}");
+        assert!(c["closed_loop"].as_f64().unwrap() > 0.0, "{c}");
+        let steps = c["steps"].as_array().unwrap();
+        assert!(steps.iter().any(|s| s["phase"] == "search"), "{c}");
+        for s in steps.iter().filter(|s| s["phase"] != "calibration") {
+            assert!(s["rate"].as_f64().unwrap() > 0.0, "{s}");
+            assert!(s["latency_ms"]["p99"].as_f64().unwrap() > 0.0, "{s}");
+        }
+        match c["rate"].as_f64() {
+            Some(rate) => {
+                let measured = steps.iter().filter(|s| s["phase"] == "measured").count();
+                assert_eq!(measured, 3 * c["blocks"].as_u64().unwrap() as usize, "{c}");
+                match c["ci95"].as_array() {
+                    Some(ci) => {
+                        let (lo, hi) = (ci[0].as_f64().unwrap(), ci[1].as_f64().unwrap());
+                        assert!(lo <= rate && rate <= hi, "{c}");
+                    }
+                    None => assert!(c["note"].is_string(), "no interval and no words: {c}"),
+                }
+            }
+            None => assert!(c["note"].is_string(), "no capacity and no words: {c}"),
+        }
+    }
+    caps
+}

@@ -4,7 +4,7 @@
 use super::{Ctx, ok};
 use crate::common::validate_results;
 
-/// A statement of about a millisecond of the server's CPU: the rates stay in the hundreds.
+/// A statement of about a millisecond of the server's CPU.
 const QUERY: &str = "SELECT count(*) FROM generate_series(1, 5000)";
 
 /// `dbtax run --slo p99=10ms` with log_statement: a capacity per variant (with its
@@ -14,48 +14,12 @@ pub(crate) fn a_latency_objective_finds_each_variants_capacity_and_restores(ctx:
     let conf = ctx.auto_conf();
     let before = ctx.show("log_statement");
     let out = ctx.work.join("slo");
-    let o = ctx.run(&[
-        "run",
-        "--target",
-        &ctx.url("postgres"),
-        "--feature",
-        "general-log",
-        "--slo",
-        "p99=10ms",
-        "--threads",
-        "4",
-        "--repeats",
-        "3",
-        "--trial",
-        "0.6s",
-        "--warmup",
-        "0.2s",
-        "--query",
-        QUERY,
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let o = ctx.run(&crate::common::slo_args(&ctx.url("postgres"), QUERY, &out));
     ok(&o);
     let words = String::from_utf8_lossy(&o.stdout);
     let v = validate_results(&out.join("results.json"));
     assert_eq!(v["complete"], true);
-    let caps = v["capacity"].as_array().unwrap();
-    assert_eq!(caps.len(), 2, "{v}");
-    for c in caps {
-        assert_eq!(c["slo"], "p99 ≤ 10 ms", "{c}");
-        let steps = c["steps"].as_array().unwrap();
-        assert!(steps.iter().any(|s| s["phase"] == "search"), "{c}");
-        match c["rate"].as_f64() {
-            Some(rate) => match c["ci95"].as_array() {
-                Some(ci) => {
-                    let (lo, hi) = (ci[0].as_f64().unwrap(), ci[1].as_f64().unwrap());
-                    assert!(lo <= rate && rate <= hi, "{c}");
-                }
-                None => assert!(c["note"].is_string(), "no interval and no words: {c}"),
-            },
-            None => assert!(c["note"].is_string(), "no capacity and no words: {c}"),
-        }
-    }
+    crate::common::capacities_as_promised(&v);
     assert!(
         words.contains("The statement log (log_statement = 'all')"),
         "{words}"
