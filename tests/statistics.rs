@@ -80,10 +80,15 @@ fn simulate(
         let out = runner::run(&e, &mut sim, &mut Silent).unwrap();
         Run { out, sim }
     };
+    over_seeds(base, one)
+}
+
+/// `one` on the seeds `base .. base + RUNS`, in order, half of them on a second thread.
+fn over_seeds<T: Send>(base: u64, one: impl Fn(u64) -> T + Sync) -> Vec<T> {
     let half = base + RUNS / 2;
     std::thread::scope(|s| {
-        let first = s.spawn(|| (base..half).map(one).collect::<Vec<_>>());
-        let second: Vec<Run> = (half..base + RUNS).map(one).collect();
+        let first = s.spawn(|| (base..half).map(&one).collect::<Vec<_>>());
+        let second: Vec<T> = (half..base + RUNS).map(&one).collect();
         let mut all = first.join().unwrap();
         all.extend(second);
         all

@@ -11,8 +11,8 @@
 //!    blocks; a block disturbed by other processes is set aside and run again; a bracket the
 //!    capacity turns out to lie well outside is moved (its blocks become search steps).
 
-use super::disturbed::{others_of, typical};
-use super::runner::{Bench, LoadPoint, Observer};
+use super::disturbed::{others_of, typical, worst};
+use super::runner::{Bench, LoadPoint, Observer, Step, explain, one_trial};
 use super::spec::{Experiment, StopRule};
 use crate::load::{Arrival, Rate};
 use crate::results::{Capacity, CapacityStep, Slo, Trial};
@@ -105,6 +105,8 @@ impl Search<'_> {
         }
     }
 
+    /// Variant `v` at `rate`: the runner's own trial (its interrupt check, progress, error
+    /// words and start time).
     fn trial(
         &mut self,
         bench: &mut dyn Bench,
@@ -112,16 +114,13 @@ impl Search<'_> {
         v: usize,
         rate: f64,
     ) -> Result<Trial> {
-        crate::interrupt::check()?;
-        crate::crash::test_point(self.index);
-        let name = &self.exp.variants[v].name;
-        observer.trial_starting(self.index, self.planned, name, self.threads);
-        let which = || format!("capacity trial {} ({name}, {rate:.0}/s)", self.index + 1);
-        bench.apply(v, observer).map_err(|e| e.context(which()))?;
-        let mut t = bench
-            .trial(v, &self.load(rate), observer)
-            .map_err(|e| e.context(which()))?;
-        t.started_at = crate::host::now_rfc3339_ms();
+        let at = Step {
+            index: self.index,
+            planned: self.planned,
+            load: self.load(rate),
+            label: "capacity trial",
+        };
+        let t = one_trial(self.exp, bench, observer, v, &at)?;
         self.index += 1;
         self.seen.extend(others_of(&t).map(|(p, _)| p));
         Ok(t)
@@ -134,28 +133,13 @@ impl Search<'_> {
             .exp
             .max_disturbance
             .filter(|_| !self.opts.keep_disturbed)?;
-        let level = typical(&self.seen);
-        trials
-            .flat_map(others_of)
-            .filter(|(p, _)| *p > level + limit)
-            .map(|(p, _)| p)
-            .max_by(|a, b| a.total_cmp(b))
+        worst(trials, typical(&self.seen), limit).map(|(p, _)| p)
     }
 
     fn shuffled<T>(&mut self, mut items: Vec<T>) -> Vec<T> {
-        for i in (1..items.len()).rev() {
-            let j = (self.rng.next_u64() % (i as u64 + 1)) as usize;
-            items.swap(i, j);
-        }
+        self.rng.shuffle(&mut items);
         items
     }
-}
-
-/// The quantile a trial met, ms. Latency counts from each event's intended start, so a
-/// server that fell behind shows it here (the rate's own "saturated" mark misfires when a
-/// trial has few events).
-fn met(slo: &Slo, t: &Trial) -> f64 {
-    slo.quantile.of(&t.latency_ms)
 }
 
 fn step(block: u32, phase: &str, rate: f64, t: &Trial) -> CapacityStep {
@@ -212,8 +196,13 @@ pub fn run_with(
     let mut calibration_steps = vec![None; n];
     for v in s.shuffled((0..n).collect()) {
         crate::interrupt::check()?;
-        bench.apply(v, observer)?;
-        let t = bench.calibrate(s.threads, observer)?;
+        let which = format!("the calibration of '{}'", exp.variants[v].name);
+        bench
+            .apply(v, observer)
+            .map_err(|e| explain(e, "before", &which))?;
+        let t = bench
+            .calibrate(s.threads, observer)
+            .map_err(|e| explain(e, "during", &which))?;
         s.index += 1;
         closed[v] = t.tps.max(1.0);
         calibration_steps[v] = Some(step(0, "calibration", t.tps, &t));
@@ -275,7 +264,7 @@ pub fn run_with(
             for (v, k) in order {
                 let rate = tracks[v].bracket[k];
                 let t = s.trial(bench, observer, v, rate)?;
-                got.push((v, k, met(slo, &t), t));
+                got.push((v, k, slo.quantile.of(&t.latency_ms), t));
             }
             let disturbed = s.disturbed(got.iter().map(|g| &g.3));
             if let Some(p) = disturbed
@@ -361,7 +350,9 @@ fn search(
             continue;
         }
         for (v, rate, t) in got {
-            let q = met(slo, &t);
+            // Latency counts from each event's intended start: a server that fell behind
+            // shows it here (the rate's own "saturated" mark misfires on few events).
+            let q = slo.quantile.of(&t.latency_ms);
             let tr = &mut tracks[v];
             tr.steps.push(step(block, "search", rate, &t));
             if q <= slo.ms {
@@ -515,7 +506,6 @@ fn capacities(s: &Search<'_>, slo: &Slo, tracks: &[Track]) -> Vec<Capacity> {
                 c.cost_pct = Some(k.pct);
                 c.cost_ci95_pct = Some(k.ci95);
                 c.cost_p = Some(k.p);
-                c.significant = Some(k.p < 0.05);
             }
             c
         })

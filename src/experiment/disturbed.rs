@@ -44,13 +44,25 @@ pub(super) fn disturbance(
     let mut cells_ran = ran.to_vec();
     cells_ran.sort_unstable();
     cells_ran.dedup();
-    cells_ran
-        .into_iter()
-        .flat_map(|c| {
+    worst(
+        cells_ran.into_iter().flat_map(|c| {
             let n = ran.iter().filter(|&&r| r == c).count();
             let trials = &cells[c].trials;
             &trials[trials.len().saturating_sub(n)..]
-        })
+        }),
+        typical,
+        limit,
+    )
+}
+
+/// The most CPU other processes used in one of `trials`, and on which host, when over
+/// `limit` above the run's `typical` level.
+pub(super) fn worst<'t>(
+    trials: impl Iterator<Item = &'t Trial>,
+    typical: f64,
+    limit: f64,
+) -> Option<(f64, &'static str)> {
+    trials
         .flat_map(others_of)
         .filter(|(p, _)| *p > typical + limit)
         .max_by(|a, b| a.0.total_cmp(&b.0))

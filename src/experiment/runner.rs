@@ -674,15 +674,15 @@ impl<'e> Loop<'e> {
 }
 
 /// Where a trial stands in the run, for the observer and for error messages.
-struct Step {
-    index: usize,
-    planned: usize,
-    load: LoadPoint,
-    label: &'static str,
+pub(super) struct Step {
+    pub(super) index: usize,
+    pub(super) planned: usize,
+    pub(super) load: LoadPoint,
+    pub(super) label: &'static str,
 }
 
 /// Switch to variant `v` and run one trial, saying which trial failed if one does.
-fn one_trial(
+pub(super) fn one_trial(
     exp: &Experiment,
     bench: &mut dyn Bench,
     observer: &mut dyn Observer,
@@ -718,7 +718,7 @@ fn one_trial(
 }
 
 /// Name the trial a failure happened at; a lost server is said first, in those words.
-fn explain(e: anyhow::Error, when: &str, trial: &str) -> anyhow::Error {
+pub(super) fn explain(e: anyhow::Error, when: &str, trial: &str) -> anyhow::Error {
     if crate::error::exit_code(&e) == 130 {
         return e;
     }

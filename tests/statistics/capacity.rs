@@ -45,14 +45,7 @@ fn searches(
         let found = run_with(&e, &mut sim, &mut Silent, &mut |_| Ok(()), opts).unwrap();
         CapacityRun { found }
     };
-    let half = base + RUNS / 2;
-    std::thread::scope(|s| {
-        let first = s.spawn(|| (base..half).map(one).collect::<Vec<_>>());
-        let second: Vec<CapacityRun> = (half..base + RUNS).map(one).collect();
-        let mut all = first.join().unwrap();
-        all.extend(second);
-        all
-    })
+    over_seeds(base, one)
 }
 
 fn truth(v: usize) -> f64 {
