@@ -17,7 +17,7 @@ use super::spec::{Experiment, StopRule};
 use crate::load::{Arrival, Rate};
 use crate::results::{Capacity, CapacityStep, Slo, Trial};
 use crate::rng::Rng;
-use crate::stats::capacity::{Bracket, Crossing, Width, cost, crossing, interval};
+use crate::stats::capacity::{Blocks, Bracket, Crossing, Width, cost, crossing, interval};
 use anyhow::Result;
 
 /// Bisection steps before the measured blocks: the bracket is then 1/64 of the closed-loop
@@ -41,6 +41,8 @@ pub struct Options {
     pub first_over: bool,
     /// Keep disturbed blocks instead of setting them aside.
     pub keep_disturbed: bool,
+    /// Keep blocks with a stalled trial instead of setting them aside.
+    pub keep_stalls: bool,
 }
 
 /// The measured blocks the stop rule asks for.
@@ -71,10 +73,13 @@ struct Track {
     lo: f64,
     hi: f64,
     bracket: [f64; 3],
-    blocks: Vec<(u32, Vec<f64>)>,
+    blocks: Blocks,
     moves: u32,
     never_met: Option<f64>,
     steps: Vec<CapacityStep>,
+    /// Blocks set aside for a stall in this variant's trials, and stalls kept (no reruns left).
+    stalled: u32,
+    kept_stalls: Vec<u32>,
 }
 
 /// The loop's shared state.
@@ -224,6 +229,8 @@ pub fn run_with(
                 moves: 0,
                 never_met: None,
                 steps: calibration_steps[v].iter().cloned().collect(),
+                stalled: 0,
+                kept_stalls: vec![],
             })
             .collect();
         observer.status(&format!(
@@ -283,7 +290,7 @@ pub fn run_with(
                 continue;
             }
             measured += 1;
-            for v in live {
+            for &v in &live {
                 let mut q = vec![0.0; 3];
                 for (_, k, value, t) in got.iter().filter(|g| g.0 == v) {
                     q[*k] = *value;
@@ -291,6 +298,14 @@ pub fn run_with(
                     tracks[v].steps.push(step(block, "measured", rate, t));
                 }
                 tracks[v].blocks.push((block, q));
+            }
+            // A block set aside for a stall does not count towards the cap: its rerun is
+            // budgeted by `extra`, as a disturbed block's.
+            if !s.opts.keep_stalls {
+                measured -=
+                    set_aside_stalls(&s, &mut tracks, (&mut extra, 2 * want), slo, observer);
+            }
+            for v in live {
                 maybe_move(&mut tracks[v], slo);
             }
             let now = capacities(&s, slo, &tracks);
@@ -303,6 +318,71 @@ pub fn run_with(
     }
     holm(&mut done);
     Ok(done)
+}
+
+/// A stall the disturbance rule cannot see (the server slowed with no other process's CPU to
+/// show for it: a checkpoint, a flush, the hypervisor): a trial whose quantile stands far
+/// above its variant's other blocks at the same rate (`stats::capacity::stalls`). Its block
+/// is set aside and runs again, as a disturbed one, while reruns are left (`extra` of
+/// `most`); after that it is kept and the variant's words say so. The capacity is the
+/// unstalled server's: one stalled trial of eighteen moved the mean of the reciprocals by
+/// what a 5% stall rate at 70% speed made a 95% interval cover 88% of the time.
+fn set_aside_stalls(
+    s: &Search<'_>,
+    tracks: &mut [Track],
+    (extra, most): (&mut u32, u32),
+    slo: &Slo,
+    observer: &mut dyn Observer,
+) -> u32 {
+    let cells: Vec<(usize, &Blocks)> = tracks
+        .iter()
+        .filter(|t| t.never_met.is_none())
+        .map(|t| (t.variant, &t.blocks))
+        .collect();
+    let mut found = crate::stats::capacity::stalls(&cells);
+    let mut aside = 0;
+    found.sort_by(|a, b| b.times.total_cmp(&a.times));
+    // A stall kept once is not counted again at the next block.
+    let mut done: Vec<u32> = tracks
+        .iter()
+        .flat_map(|t| t.kept_stalls.iter().copied())
+        .collect();
+    for st in found {
+        if done.contains(&st.block) {
+            continue;
+        }
+        done.push(st.block);
+        let tr = tracks.iter_mut().find(|t| t.variant == st.variant);
+        let rate = tr.as_ref().map_or(0.0, |t| t.bracket[st.rate]);
+        if *extra >= most {
+            if let Some(t) = tr {
+                t.kept_stalls.push(st.block);
+            }
+            continue;
+        }
+        *extra += 1;
+        aside += 1;
+        if let Some(t) = tr {
+            t.stalled += 1;
+        }
+        observer.status(&format!(
+            "capacity block {} set aside: '{}''s {} at {rate:.0}/s was {:.1}× its other \
+             blocks', with no other process's CPU to show for it (a stall); it runs again",
+            st.block + 1,
+            s.exp.variants[st.variant].name,
+            slo.quantile.label(),
+            st.times
+        ));
+        for t in tracks.iter_mut() {
+            t.blocks.retain(|(b, _)| *b != st.block);
+            for x in t.steps.iter_mut() {
+                if x.block == st.block && x.phase == "measured" {
+                    x.phase = "set aside".into();
+                }
+            }
+        }
+    }
+    aside
 }
 
 /// The bisection (or, with `first_over`, the climb in 5% steps).
@@ -389,7 +469,8 @@ fn around(centre: f64) -> [f64; 3] {
     [centre * (1.0 - BRACKET), centre, centre * (1.0 + BRACKET)]
 }
 
-/// After two blocks, a capacity well outside its bracket (by more than half the bracket)
+/// After three blocks (so that a stalled trial is found and set aside first: with two, one
+/// stall moved brackets wrongly), a capacity outside its bracket
 /// where the medians agree (the lowest rate's quantile over the objective, or the highest
 /// one's within it), or a latency that did not rise across the bracket while every rate was
 /// within the objective (or every one over it): a noisy trial steered the search wrong. Move
@@ -397,7 +478,7 @@ fn around(centre: f64) -> [f64; 3] {
 /// down by a third); the blocks so far become search steps, and the variant's blocks start again. One spike in a trial moves
 /// nothing: a p99 at 20,000/s on a shared machine ranged from 2 to 450 ms at one rate.
 fn maybe_move(tr: &mut Track, slo: &Slo) {
-    if tr.blocks.len() < 2 || tr.moves >= MOVES {
+    if tr.blocks.len() < crate::stats::capacity::STALL_BLOCKS || tr.moves >= MOVES {
         return;
     }
     let [a, _, b] = tr.bracket;
@@ -407,6 +488,15 @@ fn maybe_move(tr: &mut Track, slo: &Slo) {
         crate::stats::sample::median(&v).unwrap_or(f64::NAN)
     };
     let (low_over, high_within) = (median(0) > slo.ms, median(2) <= slo.ms);
+    // A bracket whose top runs ten times past the objective (past saturation: the queue
+    // grew through the trial) bends the curve read through it, and a crossing read beyond
+    // its ends is off: move whenever the crossing is outside it. Otherwise half a bracket
+    // outside, so that a drifting machine does not move brackets back and forth.
+    let margin = if median(2) > 10.0 * slo.ms || median(0) < slo.ms / 10.0 {
+        0.0
+    } else {
+        w / 2.0
+    };
     let target = match crossing(
         &Bracket {
             rates: tr.bracket.to_vec(),
@@ -414,8 +504,8 @@ fn maybe_move(tr: &mut Track, slo: &Slo) {
         },
         slo.ms,
     ) {
-        Some(c) if c.rate < a - w / 2.0 && low_over => c.rate,
-        Some(c) if c.rate > b + w / 2.0 && high_within => c.rate,
+        Some(c) if c.rate < a - margin && low_over => c.rate,
+        Some(c) if c.rate > b + margin && high_within => c.rate,
         Some(_) => return,
         None if high_within => b * 1.5,
         None if low_over => a * 2.0 / 3.0,
@@ -498,10 +588,17 @@ fn capacities(s: &Search<'_>, slo: &Slo, tracks: &[Track]) -> Vec<Capacity> {
                     crate::stats::capacity::MIN_BLOCKS
                 ));
             }
+            if let Some(words) =
+                stall_words(s, slo, tr, &tracks[s.exp.variants[tr.variant].baseline])
+            {
+                c.note = Some(match c.note.take() {
+                    Some(n) => format!("{n}; {words}"),
+                    None => words,
+                });
+            }
             let base = s.exp.variants[tr.variant].baseline;
             if base != tr.variant
-                && let (Some(fb), Some(f)) = (&fits[base], fit)
-                && let Some(k) = cost(f, fb, s.opts.width)
+                && let Some(k) = shared_cost(tr, &tracks[base], slo, s.opts.width)
             {
                 c.cost_pct = Some(k.pct);
                 c.cost_ci95_pct = Some(k.ci95);
@@ -510,6 +607,60 @@ fn capacities(s: &Search<'_>, slo: &Slo, tracks: &[Track]) -> Vec<Capacity> {
             c
         })
         .collect()
+}
+
+/// A feature's cost against its baseline from the blocks both measured, both crossings read
+/// over those blocks only: after a moved bracket one variant has blocks the other has not,
+/// and under drift a ratio of capacities read over different stretches of the run is off by
+/// the drift between them (the cost under drift covered 90% that way, 95% this way).
+fn shared_cost(
+    tr: &Track,
+    base: &Track,
+    slo: &Slo,
+    width: Width,
+) -> Option<crate::stats::capacity::Cost> {
+    let over = |t: &Track, other: &Track| Bracket {
+        rates: t.bracket.to_vec(),
+        blocks: t
+            .blocks
+            .iter()
+            .filter(|(b, _)| other.blocks.iter().any(|(o, _)| o == b))
+            .cloned()
+            .collect(),
+    };
+    let f = crossing(&over(tr, base), slo.ms)?;
+    let fb = crossing(&over(base, tr), slo.ms)?;
+    cost(&f, &fb, width)
+}
+
+/// What the stalls in a variant's trials did to its capacity, in words.
+fn stall_words(s: &Search<'_>, slo: &Slo, tr: &Track, base: &Track) -> Option<String> {
+    let q = slo.quantile.label();
+    let mut words = vec![];
+    if tr.stalled > 0 {
+        words.push(format!(
+            "{} block(s) set aside for a stall in its trials (a {q} far above its other blocks' \
+             at the same rate, with no other process's CPU to explain it): this is the \
+             unstalled server's capacity",
+            tr.stalled
+        ));
+    }
+    if !tr.kept_stalls.is_empty() {
+        words.push(format!(
+            "{} stalled trial(s) kept (no reruns left): the capacity may read low",
+            tr.kept_stalls.len()
+        ));
+    }
+    let count = |t: &Track| t.stalled + t.kept_stalls.len() as u32;
+    let (mine, theirs) = (count(tr), count(base));
+    if tr.variant != base.variant && mine >= 2 && theirs == 0 {
+        words.push(format!(
+            "its trials stalled {mine} times and '{}''s none: the stalls may be the feature's \
+             own, a cost this capacity leaves out",
+            s.exp.variants[base.variant].name
+        ));
+    }
+    (!words.is_empty()).then(|| words.join("; "))
 }
 
 /// Holm's adjustment over every cost reported: `significant` after it.

@@ -10,13 +10,16 @@
 
 use super::sample::{t975, two_sided_p};
 
+/// Measured blocks: each block's number and its quantile (ms) at each of the bracket's rates.
+pub type Blocks = Vec<(u32, Vec<f64>)>;
+
 /// One variant's measured blocks: in each, the quantile (ms) at each of the bracket's rates.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Bracket {
     /// The rates, events per second, increasing: two (a line) or three (a parabola).
     pub rates: Vec<f64>,
     /// Per block (its number), the quantile at each rate, ms.
-    pub blocks: Vec<(u32, Vec<f64>)>,
+    pub blocks: Blocks,
 }
 
 /// The crossing and each block's linearized contribution to it.
@@ -199,6 +202,72 @@ pub fn cost(feature: &Crossing, baseline: &Crossing, width: Width) -> Option<Cos
     })
 }
 
+/// A trial that stalled: its quantile far above the same variant's at the same rate in the
+/// other blocks.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Stall {
+    /// The block it ran in.
+    pub block: u32,
+    /// Its variant (the index given).
+    pub variant: usize,
+    /// Which of the bracket's rates.
+    pub rate: usize,
+    /// Its quantile over the median of the other blocks' at that rate.
+    pub times: f64,
+}
+
+/// The fewest blocks a stall is looked for in (the trial and two others at its rate).
+pub const STALL_BLOCKS: usize = 3;
+/// A residual over this many scales is a stall. Iglewicz and Hoaglin's 3.5 flags normal noise in 14% of
+/// six-block runs (the check is made after every block, from the third on); 6 in 0.5%,
+/// and a stall that matters (a trial's server slowed past its rate) is ten or more.
+pub const STALL_SCALES: f64 = 6.0;
+
+/// Trials that stalled, among each variant's measured blocks (`(variant, blocks)`): a trial's
+/// ln quantile over the median of its variant's other blocks at the same rate is its
+/// residual; the scale is 1.4826 × the median |residual| over every trial given (pooled: a
+/// cell of three blocks has no spread of its own to speak of), at least 1%; a residual over
+/// `STALL_SCALES` scales is a stall. Only upwards: a stall slows.
+/// A variant with fewer than `STALL_BLOCKS` blocks is neither judged nor counted in the scale.
+pub fn stalls(variants: &[(usize, &Blocks)]) -> Vec<Stall> {
+    let mut residuals: Vec<(u32, usize, usize, f64)> = vec![];
+    for (v, blocks) in variants {
+        if blocks.len() < STALL_BLOCKS {
+            continue;
+        }
+        let k = blocks.iter().map(|(_, q)| q.len()).min().unwrap_or(0);
+        for j in 0..k {
+            let logs: Vec<f64> = blocks.iter().map(|(_, q)| q[j].max(1e-9).ln()).collect();
+            for (i, (b, _)) in blocks.iter().enumerate() {
+                let others: Vec<f64> = logs
+                    .iter()
+                    .enumerate()
+                    .filter(|(o, _)| *o != i)
+                    .map(|(_, x)| *x)
+                    .collect();
+                if let Some(m) = super::sample::median(&others) {
+                    residuals.push((*b, *v, j, logs[i] - m));
+                }
+            }
+        }
+    }
+    let abs: Vec<f64> = residuals.iter().map(|r| r.3.abs()).collect();
+    let Some(mad) = super::sample::median(&abs) else {
+        return vec![];
+    };
+    let scale = (1.4826 * mad).max(0.01);
+    residuals
+        .into_iter()
+        .filter(|r| r.3 > STALL_SCALES * scale)
+        .map(|(block, variant, rate, r)| Stall {
+            block,
+            variant,
+            rate,
+            times: r.exp(),
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -274,5 +343,41 @@ mod tests {
         assert!((cost.pct - truth).abs() < 0.5, "{cost:?} vs {truth}");
         assert!(cost.ci95[0] < cost.pct && cost.pct < cost.ci95[1]);
         assert!(cost.p < 0.01, "{cost:?}");
+    }
+
+    #[test]
+    fn a_stalled_trial_is_found_and_ordinary_noise_is_not() {
+        // Five blocks of three rates, 3% noise; block 12's middle rate stalled (6× its p99).
+        let noise = [1.0, 1.03, 0.97, 1.02, 0.98, 1.01];
+        let blocks = |stall: Option<u32>| -> Vec<(u32, Vec<f64>)> {
+            (10..15)
+                .map(|b| {
+                    let q = (0..3)
+                        .map(|j| {
+                            let base = [3.0, 4.0, 5.5][j] * noise[(b as usize + j) % 6];
+                            if stall == Some(b) && j == 1 {
+                                base * 6.0
+                            } else {
+                                base
+                            }
+                        })
+                        .collect();
+                    (b, q)
+                })
+                .collect()
+        };
+        let quiet = blocks(None);
+        let stalled = blocks(Some(12));
+        let two = stalled[..2].to_vec();
+        assert!(stalls(&[(0, &quiet), (1, &quiet)]).is_empty());
+        let got = stalls(&[(0, &quiet), (1, &stalled)]);
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert_eq!((got[0].block, got[0].variant, got[0].rate), (12, 1, 1));
+        assert!((got[0].times - 6.0).abs() < 0.5, "{got:?}");
+        // Two blocks say nothing; a faster trial is not a stall.
+        assert!(stalls(&[(1, &two)]).is_empty());
+        let mut fast = quiet.clone();
+        fast[2].1[1] /= 6.0;
+        assert!(stalls(&[(0, &fast)]).is_empty());
     }
 }

@@ -202,12 +202,13 @@ fn drift_and_disturbances_leave_the_cost_covered_when_disturbed_blocks_are_set_a
         6,
         Options {
             keep_disturbed: true,
+            keep_stalls: true,
             ..Default::default()
         },
         busy,
     );
     rate_within(
-        "  the same keeping the disturbed blocks",
+        "  the same keeping the disturbed blocks (and any stall)",
         cost_covered(&kept),
         n,
         (0.0, 0.90),
@@ -246,4 +247,82 @@ fn a_time_budget_ends_the_measured_blocks_once_each_variant_has_three() {
     assert_eq!(blocks_with(1), vec![3, 3]);
     let all = dbtax::experiment::capacity::DEFAULT_MEASURED;
     assert_eq!(blocks_with(3600), vec![all, all]);
+}
+
+/// Stalls the disturbance rule cannot see: the server slows for a whole trial (to half its
+/// speed, 10% of trials, any variant; or to 70%, 5% of the feature's trials only) and no
+/// other process's CPU shows it. The truth is the unstalled server's capacity (the one the
+/// words give, naming the stalls). Setting aside the blocks with a stalled trial keeps the
+/// intervals covering it; keeping them reads the capacity low and must fail.
+#[test]
+fn invisible_stalls_are_set_aside_and_named_and_keeping_them_is_not_covered() {
+    let half = |sim: &mut SimulatedServer| {
+        sim.stall = Some((0.10, 0.5));
+        sim.stall_any = true;
+    };
+    let runs = searches(47_000_000, 6, Options::default(), half);
+    let n = runs.len();
+    rate_within(
+        "stalls (10% of trials at half speed): off's capacity",
+        capacity_covered(&runs, 0),
+        n,
+        COVERAGE,
+    );
+    rate_within(
+        "  the feature's capacity",
+        capacity_covered(&runs, 1),
+        n,
+        COVERAGE,
+    );
+    rate_within("  the cost", cost_covered(&runs), n, COVERAGE);
+    let named = runs
+        .iter()
+        .filter(|r| {
+            r.found
+                .iter()
+                .any(|c| c.note.as_deref().is_some_and(|w| w.contains("stall")))
+        })
+        .count();
+    eprintln!("  runs whose words name a stall: {named}/{n}");
+    assert!(named * 2 > n, "{named}/{n}");
+    let kept = searches(
+        47_000_000,
+        6,
+        Options {
+            keep_stalls: true,
+            ..Default::default()
+        },
+        half,
+    );
+    rate_within(
+        "  the same keeping the stalled blocks: the feature's capacity",
+        capacity_covered(&kept, 1),
+        n,
+        (0.0, 0.90),
+    );
+    eprintln!(
+        "  (and the cost {:.1}%)",
+        100.0 * cost_covered(&kept) as f64 / n as f64
+    );
+
+    let feature_only = |sim: &mut SimulatedServer| sim.stall = Some((0.05, 0.7));
+    let runs = searches(48_000_000, 6, Options::default(), feature_only);
+    rate_within(
+        "stalls (5% of the feature's trials at 70% speed): the feature's capacity",
+        capacity_covered(&runs, 1),
+        n,
+        COVERAGE,
+    );
+    rate_within("  the cost", cost_covered(&runs), n, COVERAGE);
+    let says = |v: usize, what: &str| {
+        runs.iter()
+            .filter(|r| r.found[v].note.as_deref().is_some_and(|w| w.contains(what)))
+            .count()
+    };
+    let (feature, off, own) = (says(1, "stall"), says(0, "stall"), says(1, "feature's own"));
+    eprintln!(
+        "  words naming a stall: the feature's {feature}/{n}, off's {off}/{n}; \
+         'may be the feature's own' {own}/{n}"
+    );
+    assert!(feature > 5 * off.max(1) && own > 0, "{feature} {off} {own}");
 }
