@@ -24,9 +24,9 @@ pub enum Dialect {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Tok {
     /// A keyword or an unquoted name (`@var` and `@@var` included).
-    Word(String),
+    Word(compact_str::CompactString),
     /// A quoted name: `"x"`, `` `x` `` (lower-cased for comparisons).
-    Name(String),
+    Name(compact_str::CompactString),
     /// A string literal (its contents do not matter here).
     Str,
     /// A number.
@@ -244,12 +244,14 @@ fn lex(sql: &str, dialect: Dialect, r: Reading) -> Result<Vec<Tok>, Unreadable> 
     Ok(toks)
 }
 
-fn lower(s: &str) -> String {
+fn lower(s: &str) -> compact_str::CompactString {
     // (ASCII, nearly every word: the same result without the Unicode tables.)
     if s.is_ascii() {
-        s.to_ascii_lowercase()
+        let mut w = compact_str::CompactString::from(s);
+        w.make_ascii_lowercase();
+        w
     } else {
-        s.to_lowercase()
+        compact_str::CompactString::from(s.to_lowercase())
     }
 }
 
@@ -310,7 +312,7 @@ mod tests {
             .map(|r| {
                 r.into_iter()
                     .filter_map(|t| match t {
-                        Tok::Word(w) => Some(w),
+                        Tok::Word(w) => Some(w.to_string()),
                         _ => None,
                     })
                     .collect()

@@ -56,7 +56,7 @@ fn next_line(input: &mut impl std::io::BufRead, buf: &mut Vec<u8>, line_no: &mut
             break;
         }
         any = true;
-        let (take, ended) = match chunk.iter().position(|&b| b == b'\n') {
+        let (take, ended) = match memchr::memchr(b'\n', chunk) {
             Some(i) => (i + 1, true),
             None => (chunk.len(), false),
         };
