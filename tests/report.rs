@@ -498,6 +498,21 @@ fn a_capacity_run_is_tabled_worded_and_compared() {
          [444, 725]: -5.9% [-17.1, +6.9], within noise.",
         "{words:?}"
     );
+    // A stall set aside is named in the words, beside the figures it left.
+    let mut stalled = a.clone();
+    stalled.capacity[1].note = Some(
+        "1 block(s) set aside for a stall in its trials (a p99 far above its other blocks' at \
+         the same rate, with no other process's CPU to explain it): this is the unstalled \
+         server's capacity"
+            .into(),
+    );
+    let said = dbtax::report::headlines(&stalled);
+    assert_eq!(said[0], words[0]);
+    assert!(
+        said.iter()
+            .any(|w| w.starts_with("General-log at p99 ≤ 5 ms: 1 block(s) set aside for a stall")),
+        "{said:?}"
+    );
     // B: every capacity and interval 10% lower.
     let mut b = a.clone();
     for c in &mut b.capacity {

@@ -119,8 +119,13 @@ impl View for CapacityView<'_> {
         let r = self.0;
         let mut h: Vec<String> = r.capacity.iter().filter_map(|c| self.sentence(c)).collect();
         for c in &r.capacity {
-            if let Some(n) = c.note.as_deref().filter(|n| n.starts_with("never met")) {
-                h.push(format!("{}: {n}.", capitalize(&c.variant)));
+            // "Never met", and stalls set aside or kept: the words name them.
+            if let Some(n) = c
+                .note
+                .as_deref()
+                .filter(|n| n.starts_with("never met") || n.contains("stall"))
+            {
+                h.push(format!("{} at {}: {n}.", capitalize(&c.variant), c.slo));
             }
         }
         h
@@ -136,7 +141,9 @@ impl View for CapacityView<'_> {
              random order. The capacity is where the parabola through the mean reciprocal \
              quantiles meets the objective; its 95% interval is a t interval over those blocks \
              (a feature's change paired block by block, Holm's adjustment over the changes). \
-             Blocks in which other processes took the CPU were set aside and run again."
+             Blocks in which other processes took the CPU were set aside and run again, and \
+             so were blocks with a stalled trial (its quantile far above its variant's other \
+             blocks at that rate, with no other process's CPU to explain it)."
         ))
     }
 
