@@ -366,7 +366,7 @@ fn set_aside_stalls(
             t.stalled += 1;
         }
         observer.status(&format!(
-            "capacity block {} set aside: '{}''s {} at {rate:.0}/s was {:.1}× its other \
+            "capacity block {} set aside: {}'s {} at {rate:.0}/s was {:.1}× its other \
              blocks', with no other process's CPU to show for it (a stall); it runs again",
             st.block + 1,
             s.exp.variants[st.variant].name,
@@ -655,7 +655,7 @@ fn stall_words(s: &Search<'_>, slo: &Slo, tr: &Track, base: &Track) -> Option<St
     let (mine, theirs) = (count(tr), count(base));
     if tr.variant != base.variant && mine >= 2 && theirs == 0 {
         words.push(format!(
-            "its trials stalled {mine} times and '{}''s none: the stalls may be the feature's \
+            "its trials stalled {mine} times and {}'s none: the stalls may be the feature's \
              own, a cost this capacity leaves out",
             s.exp.variants[base.variant].name
         ));
