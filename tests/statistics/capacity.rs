@@ -86,6 +86,29 @@ fn mean_half_width_pct(runs: &[CapacityRun], v: usize) -> f64 {
     w.iter().sum::<f64>() / w.len().max(1) as f64
 }
 
+/// Off's capacity, the feature's and its cost each covered within the window.
+fn all_covered(scenario: &str, runs: &[CapacityRun]) {
+    let n = runs.len();
+    rate_within(
+        &format!("{scenario}: off's capacity at p99 <= 5 ms"),
+        capacity_covered(runs, 0),
+        n,
+        COVERAGE,
+    );
+    rate_within(
+        "  the feature's capacity",
+        capacity_covered(runs, 1),
+        n,
+        COVERAGE,
+    );
+    rate_within(
+        "  the feature's cost of capacity",
+        cost_covered(runs),
+        n,
+        COVERAGE,
+    );
+}
+
 #[test]
 fn the_queue_model_is_an_m_m_c_queue() {
     // One server: p99 of the response time is ln(100)/(μ − λ).
@@ -114,24 +137,7 @@ fn the_queue_model_is_an_m_m_c_queue() {
 fn capacity_and_its_cost_are_covered_and_a_z_or_a_first_over_search_is_not() {
     let runs = searches(41_000_000, 6, Options::default(), |_| {});
     let n = runs.len();
-    rate_within(
-        "capacity of off at p99 <= 5 ms, 6 measured blocks",
-        capacity_covered(&runs, 0),
-        n,
-        COVERAGE,
-    );
-    rate_within(
-        "capacity with the feature",
-        capacity_covered(&runs, 1),
-        n,
-        COVERAGE,
-    );
-    rate_within(
-        "the feature's cost of capacity",
-        cost_covered(&runs),
-        n,
-        COVERAGE,
-    );
+    all_covered("6 measured blocks", &runs);
     eprintln!(
         "  mean half-width: off ±{:.2}%, feature ±{:.2}% of the capacity",
         mean_half_width_pct(&runs, 0),
@@ -262,19 +268,7 @@ fn invisible_stalls_are_set_aside_and_named_and_keeping_them_is_not_covered() {
     };
     let runs = searches(47_000_000, 6, Options::default(), half);
     let n = runs.len();
-    rate_within(
-        "stalls (10% of trials at half speed): off's capacity",
-        capacity_covered(&runs, 0),
-        n,
-        COVERAGE,
-    );
-    rate_within(
-        "  the feature's capacity",
-        capacity_covered(&runs, 1),
-        n,
-        COVERAGE,
-    );
-    rate_within("  the cost", cost_covered(&runs), n, COVERAGE);
+    all_covered("stalls (10% of trials at half speed)", &runs);
     let named = runs
         .iter()
         .filter(|r| {
