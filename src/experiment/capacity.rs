@@ -8,8 +8,9 @@
 //! 3. Measured blocks: each variant at three fixed rates around its search's answer (±6%), all
 //!    of them in one block in a random order. The capacity is where the line through the mean
 //!    reciprocal quantiles meets the objective (`stats::capacity`), with a t interval over
-//!    blocks; a block disturbed by other processes is set aside and run again; a bracket the
-//!    capacity turns out to lie well outside is moved (its blocks become search steps).
+//!    blocks; a block disturbed by other processes, or with a stalled trial (its quantile far
+//!    above its variant's other blocks at that rate), is set aside and run again; a bracket
+//!    the capacity turns out to lie well outside is moved (its blocks become search steps).
 
 use super::disturbed::{others_of, typical, worst};
 use super::runner::{Bench, LoadPoint, Observer, Step, explain, one_trial};
