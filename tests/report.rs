@@ -498,6 +498,26 @@ fn a_capacity_run_is_tabled_worded_and_compared() {
          [444, 725]: -5.9% [-17.1, +6.9], within noise.",
         "{words:?}"
     );
+    // results.csv: a row per search trial, with its objective and phase.
+    let rows = csv::render(&a);
+    let steps: usize = a.capacity.iter().map(|c| c.steps.len()).sum();
+    assert!(steps > 0);
+    assert_eq!(rows.lines().count(), steps + 1, "{rows}");
+    let header: Vec<&str> = rows.lines().next().unwrap().split(',').collect();
+    let at = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    for line in rows.lines().skip(1) {
+        let f: Vec<&str> = line.split(',').collect();
+        assert_eq!(f.len(), header.len(), "{line}");
+        assert_eq!(f[at("slo")], "p99 ≤ 5 ms", "{line}");
+        let phase = f[at("capacity_phase")];
+        assert!(
+            ["calibration", "search", "measured", "set aside"].contains(&phase),
+            "{line}"
+        );
+        let p99: f64 = f[at("latency_p99_ms")].parse().unwrap();
+        assert!(p99 > 0.0 || phase == "calibration", "{line}");
+    }
+    assert!(rows.contains(",measured\n"), "{rows}");
     // A stall set aside is named in the words, beside the figures it left.
     let mut stalled = a.clone();
     stalled.capacity[1].note = Some(

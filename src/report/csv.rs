@@ -1,9 +1,11 @@
 //! results.csv: one row per trial, stable column names (documented in docs/guide.md, "Output").
+//! A capacity search's trials (`--slo`) are rows too: the objective and the step's phase in
+//! the last two columns, blank for every other trial.
 
 use crate::results::Results;
 
 /// The header, in order.
-pub const COLUMNS: [&str; 27] = [
+pub const COLUMNS: [&str; 29] = [
     "experiment",
     "variant",
     "threads",
@@ -31,6 +33,8 @@ pub const COLUMNS: [&str; 27] = [
     "schedule_lag_p50_ms",
     "schedule_lag_p99_ms",
     "schedule_lag_max_ms",
+    "slo",
+    "capacity_phase",
 ];
 
 fn field(s: &str) -> String {
@@ -81,7 +85,42 @@ pub fn render(r: &Results) -> String {
                 opt(t.schedule_lag_ms.as_ref().map(|x| x.p50)),
                 opt(t.schedule_lag_ms.as_ref().map(|x| x.p99)),
                 opt(t.schedule_lag_ms.as_ref().map(|x| x.max)),
+                String::new(),
+                String::new(),
             ];
+            out += &row.join(",");
+            out.push('\n');
+        }
+    }
+    for c in &r.capacity {
+        for (i, st) in c.steps.iter().enumerate() {
+            let achieved = st.held.as_ref().map(|h| h.achieved);
+            let l = &st.latency_ms;
+            let mut row: Vec<String> = vec![
+                field(&r.name),
+                field(&c.variant),
+                c.threads.to_string(),
+                (i + 1).to_string(),
+                opt(achieved),
+            ];
+            // tps … log_bytes_per_query: not kept for a search's trials.
+            row.extend(std::iter::repeat_n(String::new(), 4));
+            row.extend([l.p50, l.p95, l.p99, l.max].map(|x| format!("{x:.4}")));
+            row.extend(std::iter::repeat_n(String::new(), 3));
+            row.extend([
+                field(&r.started_at),
+                st.block.to_string(),
+                String::new(),
+                opt(Some(st.rate)),
+                opt(achieved),
+                st.held
+                    .as_ref()
+                    .map(|h| h.saturated.to_string())
+                    .unwrap_or_default(),
+            ]);
+            row.extend(std::iter::repeat_n(String::new(), 5));
+            row.extend([field(&c.slo), field(&st.phase)]);
+            debug_assert_eq!(row.len(), COLUMNS.len());
             out += &row.join(",");
             out.push('\n');
         }

@@ -125,7 +125,8 @@ pub struct CapacityStep {
     /// The block it ran in (search and measured blocks counted together, from 0).
     pub block: u32,
     /// "calibration" (closed loop, not counted), "search" (bisection, not counted), "measured"
-    /// (the interval is taken over these), or "set aside" (a disturbed measured block).
+    /// (the interval is taken over these), or "set aside" (a measured block disturbed by other
+    /// processes, or with a stalled trial).
     pub phase: String,
     /// Events per second asked.
     pub rate: f64,
