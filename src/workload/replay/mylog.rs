@@ -222,7 +222,7 @@ impl<R: BufRead> Iterator for GeneralLog<R> {
 
 /// The values a slow log writes before a statement for its replication (`SET timestamp=N;`,
 /// `SET insert_id=5,timestamp=N;`, `last_insert_id`): Some(the timestamp, if given) when
-/// `lower` (a lower-cased line) is nothing else; None for any other line.
+/// `line` (in any case) is nothing else; None for any other line.
 fn session_set(line: &str) -> Option<Option<i64>> {
     if !line.get(..4)?.eq_ignore_ascii_case("set ") {
         return None;
