@@ -18,7 +18,7 @@ use super::spec::{Experiment, StopRule};
 use crate::load::{Arrival, Rate};
 use crate::results::{Capacity, CapacityStep, Slo, Trial};
 use crate::rng::Rng;
-use crate::stats::capacity::{Blocks, Bracket, Crossing, Width, cost, crossing, interval};
+use crate::stats::capacity::{Blocks, Bracket, Width, cost, crossing, interval};
 use anyhow::Result;
 
 /// Bisection steps before the measured blocks: the bracket is then 1/64 of the closed-loop
@@ -528,22 +528,16 @@ fn maybe_move(tr: &mut Track, slo: &Slo) {
 
 /// Each variant's capacity at `slo` from the blocks so far, and each feature's cost.
 fn capacities(s: &Search<'_>, slo: &Slo, tracks: &[Track]) -> Vec<Capacity> {
-    let fits: Vec<Option<Crossing>> = tracks
+    tracks
         .iter()
         .map(|tr| {
-            crossing(
+            let fit = &crossing(
                 &Bracket {
                     rates: tr.bracket.to_vec(),
                     blocks: tr.blocks.clone(),
                 },
                 slo.ms,
-            )
-        })
-        .collect();
-    tracks
-        .iter()
-        .map(|tr| {
-            let fit = &fits[tr.variant];
+            );
             let mut c = Capacity {
                 variant: s.exp.variants[tr.variant].name.clone(),
                 slo: slo.label(),
