@@ -83,6 +83,21 @@ struct Track {
     kept_stalls: Vec<u32>,
 }
 
+impl Track {
+    /// Its bracket's rates and the measured blocks `keep` takes, to read a crossing from.
+    fn measured(&self, keep: impl Fn(u32) -> bool) -> Bracket {
+        Bracket {
+            rates: self.bracket.to_vec(),
+            blocks: self
+                .blocks
+                .iter()
+                .filter(|(b, _)| keep(*b))
+                .cloned()
+                .collect(),
+        }
+    }
+}
+
 /// The loop's shared state.
 struct Search<'a> {
     exp: &'a Experiment,
@@ -498,13 +513,7 @@ fn maybe_move(tr: &mut Track, slo: &Slo) {
     } else {
         w / 2.0
     };
-    let target = match crossing(
-        &Bracket {
-            rates: tr.bracket.to_vec(),
-            blocks: tr.blocks.clone(),
-        },
-        slo.ms,
-    ) {
+    let target = match crossing(&tr.measured(|_| true), slo.ms) {
         Some(c) if c.rate < a - margin && low_over => c.rate,
         Some(c) if c.rate > b + margin && high_within => c.rate,
         Some(_) => return,
@@ -531,13 +540,8 @@ fn capacities(s: &Search<'_>, slo: &Slo, tracks: &[Track]) -> Vec<Capacity> {
     tracks
         .iter()
         .map(|tr| {
-            let fit = &crossing(
-                &Bracket {
-                    rates: tr.bracket.to_vec(),
-                    blocks: tr.blocks.clone(),
-                },
-                slo.ms,
-            );
+            let fit = &crossing(&tr.measured(|_| true), slo.ms);
+            let base = s.exp.variants[tr.variant].baseline;
             let mut c = Capacity {
                 variant: s.exp.variants[tr.variant].name.clone(),
                 slo: slo.label(),
@@ -583,15 +587,12 @@ fn capacities(s: &Search<'_>, slo: &Slo, tracks: &[Track]) -> Vec<Capacity> {
                     crate::stats::capacity::MIN_BLOCKS
                 ));
             }
-            if let Some(words) =
-                stall_words(s, slo, tr, &tracks[s.exp.variants[tr.variant].baseline])
-            {
+            if let Some(words) = stall_words(s, slo, tr, &tracks[base]) {
                 c.note = Some(match c.note.take() {
                     Some(n) => format!("{n}; {words}"),
                     None => words,
                 });
             }
-            let base = s.exp.variants[tr.variant].baseline;
             if base != tr.variant
                 && let Some(k) = shared_cost(tr, &tracks[base], slo, s.opts.width)
             {
@@ -614,17 +615,9 @@ fn shared_cost(
     slo: &Slo,
     width: Width,
 ) -> Option<crate::stats::capacity::Cost> {
-    let over = |t: &Track, other: &Track| Bracket {
-        rates: t.bracket.to_vec(),
-        blocks: t
-            .blocks
-            .iter()
-            .filter(|(b, _)| other.blocks.iter().any(|(o, _)| o == b))
-            .cloned()
-            .collect(),
-    };
-    let f = crossing(&over(tr, base), slo.ms)?;
-    let fb = crossing(&over(base, tr), slo.ms)?;
+    let has = |t: &Track, b: u32| t.blocks.iter().any(|(o, _)| *o == b);
+    let f = crossing(&tr.measured(|b| has(base, b)), slo.ms)?;
+    let fb = crossing(&base.measured(|b| has(tr, b)), slo.ms)?;
     cost(&f, &fb, width)
 }
 

@@ -248,16 +248,16 @@ fn lower(s: &str) -> compact_str::CompactString {
     // (ASCII, nearly every word: the same result without the Unicode tables.)
     // Short words (nearly all) lower-cased on the stack and stored inline: no allocation.
     const INLINE: usize = 24;
-    if s.is_ascii() && s.len() <= INLINE {
+    if !s.is_ascii() {
+        compact_str::CompactString::from(s.to_lowercase())
+    } else if s.len() <= INLINE {
         let mut buf = [0u8; INLINE];
         let w = &mut buf[..s.len()];
         w.copy_from_slice(s.as_bytes());
         w.make_ascii_lowercase();
         compact_str::CompactString::from_utf8(w).unwrap_or_default()
-    } else if s.is_ascii() {
-        compact_str::CompactString::from(s.to_ascii_lowercase())
     } else {
-        compact_str::CompactString::from(s.to_lowercase())
+        compact_str::CompactString::from(s.to_ascii_lowercase())
     }
 }
 
