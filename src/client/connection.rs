@@ -16,6 +16,8 @@ pub enum Value<'a> {
     Int(i64),
     /// Text.
     Text(&'a str),
+    /// SQL NULL (a replayed execution's value, as its log showed it).
+    Null,
 }
 
 /// What kind of failure a statement met, as far as the load and the checks must tell.
@@ -69,6 +71,15 @@ impl DbError {
 pub trait Session: Send {
     /// Prepare a statement (`?` placeholders); returns its handle on this session.
     fn prepare(&mut self, sql: &str) -> Result<Stmt, DbError>;
+    /// Prepare a statement as its log wrote it, the engine's own placeholders unchanged (a
+    /// replay's prepared statement). A session that cannot is refused with `NotPreparable`
+    /// (the replay then sends the statement's text).
+    fn prepare_as_is(&mut self, _sql: &str) -> Result<Stmt, DbError> {
+        Err(DbError {
+            message: "this connection prepares only the workload's own statements".into(),
+            kind: Kind::NotPreparable,
+        })
+    }
     /// Execute a prepared statement; its rows are read and discarded.
     fn execute(&mut self, stmt: Stmt, params: &[Value<'_>]) -> Result<(), DbError>;
     /// Run one statement over the simple (text) protocol, rows discarded.

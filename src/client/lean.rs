@@ -45,6 +45,10 @@ pub trait Protocol: Send {
     fn read_only_sql(&self) -> &'static str;
     /// Append the preparation of `sql` (`?` placeholders); its answer is read as `Prepare`.
     fn prepare(&mut self, sql: &str, out: &mut Vec<u8>);
+    /// Append the preparation of `sql` with the engine's own placeholders as they are.
+    fn prepare_as_is(&mut self, sql: &str, out: &mut Vec<u8>) {
+        self.prepare(sql, out)
+    }
     /// Append BEGIN as the engine's own benchmark sends it.
     fn begin(&mut self, out: &mut Vec<u8>);
     /// Append COMMIT.
@@ -205,6 +209,12 @@ pub fn io_lost(e: std::io::Error) -> DbError {
 impl Session for Conn {
     fn prepare(&mut self, sql: &str) -> Result<Stmt, DbError> {
         self.protocol.prepare(sql, &mut self.out);
+        self.round_trip(Request::Prepare)?;
+        Ok(self.protocol.prepared())
+    }
+
+    fn prepare_as_is(&mut self, sql: &str) -> Result<Stmt, DbError> {
+        self.protocol.prepare_as_is(sql, &mut self.out);
         self.round_trip(Request::Prepare)?;
         Ok(self.protocol.prepared())
     }

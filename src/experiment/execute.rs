@@ -79,12 +79,30 @@ pub fn execute(
         let outcome = capacity(exp, &mut bench, &mut recorder);
         let restored = bench.finish();
         drop(bench);
+        results.warnings.extend(prepare_refused(&prepared));
         return conclude(outcome, restored, results, dir);
     }
     let outcome = runner::run(exp, &mut bench, &mut recorder);
     let restored = bench.finish();
     drop(bench);
+    results.warnings.extend(prepare_refused(&prepared));
     conclude(outcome, restored, results, dir)
+}
+
+/// A replay whose prepared statements the server refused to prepare (they ran as text),
+/// in words.
+fn prepare_refused(prepared: &crate::workload::PreparedWorkload) -> Option<String> {
+    let slice = prepared.workload.slice.0.as_ref()?;
+    let n = slice
+        .prepare_refused
+        .load(std::sync::atomic::Ordering::Relaxed);
+    (n > 0).then(|| {
+        format!(
+            "the server refused {n} preparations of the log's prepared statements on the \
+             replay's connections (max_prepared_stmt_count, or a statement it cannot prepare): \
+             those executions were sent as their text"
+        )
+    })
 }
 
 /// `--slo`: the capacity search, results.json rewritten after every measured block.

@@ -100,6 +100,13 @@ fn read_line(r: &Results) -> Option<String> {
         },
         n("skipped_server"),
     );
+    if n("prepared") > 0 {
+        s += &format!(
+            "; {} were executions of {} prepared statements, replayed prepared",
+            n("prepared"),
+            n("prepared_statements")
+        );
+    }
     if n("sessions_left_out") > 0 {
         s += &format!(", {} sessions past --sessions", n("sessions_left_out"));
     }

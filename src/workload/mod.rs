@@ -254,6 +254,10 @@ pub trait Script: Send {
     fn event(&mut self, s: &mut dyn Session, rng: &mut Rng) -> Result<u32, DbError>;
     /// Run share `lane` of `lanes` (a replay: of the slice's sessions).
     fn set_lane(&mut self, _lane: usize, _lanes: usize) {}
+    /// Its share is dealt, on a connection that is new to it (after `set_lane`, or a
+    /// reconnect): prepare what the share executes prepared (a replay of a log's prepared
+    /// statements). Blocking, before the connection joins an event loop.
+    fn connected(&mut self, _s: &mut dyn Session) {}
     /// The rows the last event's statement should send (a replay of a log that recorded
     /// them), None when nothing says.
     fn expected_rows(&self) -> Option<u64> {
@@ -340,6 +344,7 @@ impl Client {
     /// Run share `lane` of `lanes` (a replay's sessions).
     pub fn set_lane(&mut self, lane: usize, lanes: usize) {
         self.script.set_lane(lane, lanes);
+        self.script.connected(self.connection.session());
     }
 
     /// This new client takes over from `old`, whose connection was lost: a script that goes
@@ -347,6 +352,7 @@ impl Client {
     pub fn resume(mut self, old: &mut Client) -> Client {
         if old.script.reconnected() {
             std::mem::swap(&mut self.script, &mut old.script);
+            self.script.connected(self.connection.session());
         }
         self
     }

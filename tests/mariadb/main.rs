@@ -174,6 +174,7 @@ fn main() {
         clients::idle_connections_the_server_closes_are_made_again,
         clients::the_servers_own_logs_read_back_as_the_sessions_ran_them,
         replay::a_captured_slow_log_replays_with_its_cost_per_statement,
+        replay::a_general_logs_prepared_statements_replay_prepared,
         replay::a_log_that_cannot_be_replayed_here_is_bad_input,
         replay::a_2_gb_log_replays_in_bounded_memory,
         locks::a_replay_of_harmful_statements_changes_nothing,

@@ -458,3 +458,130 @@ pub(crate) fn a_2_gb_log_replays_in_bounded_memory(ctx: &Ctx) {
     assert!(peak_mb < 256.0, "peak RSS {peak_mb:.0} MB: {said}");
     std::fs::remove_file(&path).unwrap();
 }
+
+/// The server's count of prepared statements executed (every client's).
+fn stmt_executes(ctx: &Ctx) -> u64 {
+    let row: Option<(String, u64)> = ctx
+        .root()
+        .query_first("SHOW GLOBAL STATUS LIKE 'Com_stmt_execute'")
+        .unwrap();
+    row.unwrap().1
+}
+
+/// A general log of two sessions that prepare two statements each and execute them over the
+/// binary protocol (the log writes `Prepare` with the `?`s, `Execute` with the values in
+/// place) is replayed prepared: the dry run says so, and the server counts the replay's
+/// statements as prepared executions (its own count, `Com_stmt_execute`).
+pub(crate) fn a_general_logs_prepared_statements_replay_prepared(ctx: &Ctx) {
+    let mut root = ctx.root();
+    root.query_drop(
+        "CREATE DATABASE IF NOT EXISTS t_shop; \
+         CREATE TABLE IF NOT EXISTS t_shop.items (id INT PRIMARY KEY, name VARCHAR(40), \
+         price INT, KEY (price)); \
+         INSERT IGNORE INTO t_shop.items \
+         SELECT seq, concat('item ', seq), seq % 97 FROM seq_1_to_2000",
+    )
+    .unwrap();
+    let vars = ["general_log", "general_log_file", "log_output"];
+    let found = vars.map(|v| ctx.var(v));
+    let datadir: String = root.query_first("SELECT @@datadir").unwrap().unwrap();
+    let log = Path::new(&datadir).join("t-prepared-general.log");
+    let _ = std::fs::remove_file(&log);
+    root.query_drop(format!(
+        "SET GLOBAL log_output = 'FILE', general_log_file = '{}', general_log = 1",
+        log.display()
+    ))
+    .unwrap();
+    for session in 0..2u64 {
+        let opts = mysql::OptsBuilder::new()
+            .socket(Some(ctx.socket.display().to_string()))
+            .user(Some("root"))
+            .db_name(Some("t_shop"));
+        let mut c = mysql::Conn::new(opts).unwrap();
+        let point = c.prep("SELECT name FROM items WHERE id = ?").unwrap();
+        let range = c
+            .prep("SELECT COUNT(*) FROM items WHERE price BETWEEN ? AND ? AND name <> ?")
+            .unwrap();
+        for i in 0..100u64 {
+            c.exec_drop(&point, (1 + (i * 37 + session * 11) % 2000,))
+                .unwrap();
+            if i % 10 == 0 {
+                // A value with a quote in it, and a NULL.
+                let name = (i % 20 == 0).then_some("it's");
+                c.exec_drop(&range, (i % 50, i % 50 + 20, name)).unwrap();
+            }
+        }
+        c.query_drop("SELECT COUNT(*) FROM items").unwrap();
+    }
+    root.query_drop(format!(
+        "SET GLOBAL general_log = {}, general_log_file = '{}', log_output = '{}'",
+        found[0], found[1], found[2]
+    ))
+    .unwrap();
+    assert_eq!(vars.map(|v| ctx.var(v)), found);
+    let copy = ctx.work.join("prepared-general.log");
+    std::fs::copy(&log, &copy).unwrap();
+    let _ = std::fs::remove_file(&log);
+    let captured = std::fs::read_to_string(&copy).unwrap();
+    assert!(
+        captured.contains("Execute\tSELECT name FROM items WHERE id = "),
+        "{captured}"
+    );
+
+    let o = ctx.run(&replay_args(ctx, &copy, "prepared-dry", &["--dry-run"]));
+    ok(&o);
+    let said = text(&o);
+    assert!(
+        said.contains("220 of them executions of 2 prepared statements"),
+        "{said}"
+    );
+
+    let before = stmt_executes(ctx);
+    let o = ctx.run(&replay_args(
+        ctx,
+        &copy,
+        "prepared-asap",
+        &["--queries-per-trial", "300"],
+    ));
+    ok(&o);
+    let executed = stmt_executes(ctx) - before;
+    let v = validate_results(&ctx.work.join("prepared-asap/results.json"));
+    let read = &v["workload"]["replay"]["read"];
+    // The driver's own two reads per session run as text.
+    assert_eq!(read["statements"], 226, "{read}");
+    assert_eq!(
+        (
+            read["prepared"].as_u64(),
+            read["prepared_statements"].as_u64()
+        ),
+        (Some(220), Some(2)),
+        "{read}"
+    );
+    let mut measured = 0;
+    for c in v["cells"].as_array().unwrap() {
+        for t in c["trials"].as_array().unwrap() {
+            assert_eq!(t["errors"], 0, "{t}");
+            measured += t["queries"].as_u64().unwrap();
+        }
+    }
+    // Six statements in 226 go as text; warm-ups execute more. Sent as text, the replay
+    // would execute none.
+    assert!(
+        executed as f64 >= 0.95 * measured as f64,
+        "{executed} prepared executions for {measured} statements measured"
+    );
+    assert!(
+        v["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|w| !w.as_str().unwrap().contains("refused")),
+        "{}",
+        v["warnings"]
+    );
+    assert!(
+        text(&o).contains("were executions of 2 prepared statements"),
+        "{}",
+        text(&o)
+    );
+}

@@ -143,6 +143,8 @@ pub(crate) fn a_captured_statement_log_replays_with_its_cost_per_statement(ctx: 
     let db = "t_pgreplay";
     let (log, csv, updates) = capture(ctx, db);
     assert_eq!(ctx.show("log_destination"), "stderr");
+    let server_log = ctx.server.datadir().join("log/postgresql.log");
+    let replay_from = std::fs::metadata(&server_log).unwrap().len() as usize;
     let o = ctx.run(&replay_args(
         ctx,
         db,
@@ -159,6 +161,28 @@ pub(crate) fn a_captured_statement_log_replays_with_its_cost_per_statement(ctx: 
     assert_eq!(read["skipped_writes"].as_u64().unwrap(), updates, "{read}");
     assert_eq!(read["skipped_server"], 1, "set_config: {read}");
     assert_eq!(read["malformed_lines"], 0, "{read}");
+    // The point selects were executions of one prepared statement: replayed prepared. The
+    // server's own log (log_statement = all in log-statement's trials) shows the replay's
+    // named statement executed with its values, and never the value in the text.
+    assert_eq!(
+        (
+            read["prepared"].as_u64(),
+            read["prepared_statements"].as_u64()
+        ),
+        (Some(360), Some(1)),
+        "{read}"
+    );
+    let bytes = std::fs::read(&server_log).unwrap();
+    let during = String::from_utf8_lossy(&bytes[replay_from..]);
+    let prepared = during
+        .lines()
+        .filter(|l| l.contains("execute s") && l.contains(": SELECT name FROM items WHERE id = $1"))
+        .count();
+    assert!(prepared >= 900, "{prepared} prepared executions logged");
+    assert!(
+        !during.contains("SELECT name FROM items WHERE id = '"),
+        "a point select sent as text"
+    );
     let fps = v["workload"]["replay"]["fingerprints"].as_array().unwrap();
     let point = fps
         .iter()

@@ -52,6 +52,7 @@ fn param(v: &Value<'_>) -> mysql::Value {
     match *v {
         Value::Int(i) => mysql::Value::Int(i),
         Value::Text(s) => mysql::Value::Bytes(s.as_bytes().to_vec()),
+        Value::Null => mysql::Value::NULL,
     }
 }
 

@@ -226,12 +226,19 @@ impl Protocol for MyWire {
             b.push(0); // no cursor
             b.extend_from_slice(&1u32.to_le_bytes());
             if n > 0 {
+                let nulls = b.len();
                 b.extend(std::iter::repeat_n(0u8, params.len().div_ceil(8)));
+                for (i, p) in params.iter().enumerate() {
+                    if *p == Value::Null {
+                        b[nulls + i / 8] |= 1 << (i % 8);
+                    }
+                }
                 b.push(1); // types follow (sending them once changed nothing measurable)
                 for p in params {
                     let ty = match p {
                         Value::Int(_) => 0x08,  // LONGLONG
                         Value::Text(_) => 0xFD, // VAR_STRING
+                        Value::Null => 0x06,    // NULL
                     };
                     b.extend_from_slice(&[ty, 0]);
                 }
@@ -242,6 +249,7 @@ impl Protocol for MyWire {
                             lenenc(b, s.len() as u64);
                             b.extend_from_slice(s.as_bytes());
                         }
+                        Value::Null => {}
                     }
                 }
             }

@@ -57,6 +57,7 @@ impl ToSql for Value<'_> {
             Value::Int(i) if *ty == Type::INT4 => i32::try_from(i)?.to_sql(ty, out),
             Value::Int(i) => i.to_sql(ty, out),
             Value::Text(s) => s.to_sql(ty, out),
+            Value::Null => Ok(IsNull::Yes),
         }
     }
 

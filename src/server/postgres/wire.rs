@@ -59,6 +59,7 @@ fn run(buf: &mut BytesMut, name: &str, params: &[Value<'_>], out: &mut Vec<u8>) 
             match *v {
                 Value::Int(i) => std::fmt::Write::write_fmt(buf, format_args!("{i}"))?,
                 Value::Text(s) => buf.extend_from_slice(s.as_bytes()),
+                Value::Null => return Ok(postgres_protocol::IsNull::Yes),
             }
             Ok(postgres_protocol::IsNull::No)
         },
@@ -119,9 +120,12 @@ impl Protocol for PgWire {
     }
 
     fn prepare(&mut self, sql: &str, out: &mut Vec<u8>) {
+        self.prepare_as_is(&super::driver::number_placeholders(sql), out);
+    }
+
+    fn prepare_as_is(&mut self, sql: &str, out: &mut Vec<u8>) {
         let name = format!("s{}", self.names.len());
-        let sql = super::driver::number_placeholders(sql);
-        let _ = frontend::parse(&name, &sql, std::iter::empty(), &mut self.scratch);
+        let _ = frontend::parse(&name, sql, std::iter::empty(), &mut self.scratch);
         frontend::sync(&mut self.scratch);
         flush_into(&mut self.scratch, out);
         self.names.push(name);

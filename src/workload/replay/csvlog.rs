@@ -119,10 +119,16 @@ impl<R: BufRead> Iterator for PgCsvLog<R> {
                 });
                 continue;
             };
+            let mut bound = None;
             match &mut what {
                 What::Execute(sql) => {
-                    if let Some(p) = f[CSV_DETAIL].strip_prefix("parameters: ") {
-                        *sql = substitute(sql, &parse_parameters(p));
+                    let params = f[CSV_DETAIL]
+                        .strip_prefix("parameters: ")
+                        .map(parse_parameters)
+                        .unwrap_or_default();
+                    bound = super::pglog::bound(sql, &params);
+                    if !params.is_empty() {
+                        *sql = substitute(sql, &params);
                     }
                 }
                 What::Connect { db } if db.is_none() => {
@@ -136,6 +142,7 @@ impl<R: BufRead> Iterator for PgCsvLog<R> {
                 at_us: pg_time(&f[CSV_TIME]),
                 what,
                 rows: None,
+                bound,
             });
         }
         None

@@ -5,6 +5,7 @@
 //! script a client runs over its share of the recorded sessions (`script`); and statements'
 //! fingerprints (`fingerprint`), by which the costs are told per statement.
 
+pub mod bound;
 mod calls;
 pub mod classify;
 pub mod csvlog;
@@ -122,6 +123,42 @@ pub struct Entry {
     pub what: What,
     /// The rows a statement sent, as the log recorded them (a slow log's `Rows_sent`).
     pub rows: Option<u64>,
+    /// An execution of a prepared statement whose log names the statement and its values
+    /// (PostgreSQL's `execute` with its DETAIL): replayed prepared.
+    pub bound: Option<Box<Bound>>,
+}
+
+/// A prepared statement's execution as a log shows it: the statement as it was prepared
+/// (the engine's own placeholders, `?` or `$n`) and the values it ran with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Bound {
+    /// The statement as prepared.
+    pub template: String,
+    /// Its values in order.
+    pub params: Vec<Param>,
+}
+
+/// A value a prepared statement was executed with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Param {
+    /// NULL.
+    Null,
+    /// An integer literal (sent as one: a quoted '5' is text, as the application sent it).
+    Int(i64),
+    /// Any other value, as text.
+    Text(String),
+}
+
+impl Param {
+    /// As a connection sends it.
+    pub fn value(&self) -> crate::client::connection::Value<'_> {
+        use crate::client::connection::Value;
+        match self {
+            Param::Null => Value::Null,
+            Param::Int(i) => Value::Int(*i),
+            Param::Text(s) => Value::Text(s),
+        }
+    }
 }
 
 /// What a session did.

@@ -123,6 +123,19 @@ fn header(line: &str) -> bool {
         || line.starts_with("Time                 Id Command")
 }
 
+/// A prepared statement's text without the `[1] ` MySQL 5.0 and 5.1 write before it (the
+/// statement's id on its connection).
+fn without_statement_id(arg: String) -> String {
+    let id = arg
+        .strip_prefix('[')
+        .and_then(|r| r.split_once("] "))
+        .filter(|(n, _)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+    match id {
+        Some((_, rest)) => rest.to_string(),
+        None => arg,
+    }
+}
+
 /// What a general-log command means for a replay.
 fn what(command: &str, arg: String) -> What {
     match command {
@@ -136,8 +149,8 @@ fn what(command: &str, arg: String) -> What {
         }
         "Init DB" => What::InitDb(arg.trim().to_string()),
         "Query" => What::Query(arg),
-        "Prepare" => What::Prepare(arg),
-        "Execute" => What::Execute(arg),
+        "Prepare" => What::Prepare(without_statement_id(arg)),
+        "Execute" => What::Execute(without_statement_id(arg)),
         "Quit" => What::Quit,
         _ => What::Other(command.to_string()),
     }
@@ -198,6 +211,7 @@ impl<R: BufRead> Iterator for GeneralLog<R> {
                     at_us: self.clock,
                     what: what(command, arg.to_string()),
                     rows: None,
+                    bound: None,
                 };
                 if let Some(e) = self.pending.replace(entry) {
                     return Some(e);
@@ -321,6 +335,7 @@ impl<R: BufRead> SlowLog<R> {
                 at_us: b.at_us,
                 what: What::InitDb(db),
                 rows: None,
+                bound: None,
             });
         }
         // Trimmed in place (the statement's own buffer becomes the entry's).
@@ -336,6 +351,7 @@ impl<R: BufRead> SlowLog<R> {
                 at_us: b.at_us,
                 what: What::Query(sql),
                 rows: b.rows,
+                bound: None,
             });
         }
     }

@@ -11,7 +11,7 @@
 //! was logged already and is not replayed twice. csvlog's reader is `csvlog`.
 
 use super::pgprefix::{read_prefix, split_message};
-use super::{Entry, LogReader, Malformed, MalformedLines, What};
+use super::{Entry, LogReader, Malformed, MalformedLines, Param, What};
 use std::collections::VecDeque;
 use std::io::BufRead;
 
@@ -96,6 +96,56 @@ pub(super) fn parse_parameters(s: &str) -> Vec<(usize, String)> {
     out
 }
 
+/// An execute's statement and its DETAIL's values (`parse_parameters`) as a `Bound`, when
+/// they fit: the values are numbered 1, 2… and every `$n` the statement uses has one. A value
+/// is unquoted text (PostgreSQL's clients send text and the server types it); `NULL` is NULL.
+pub(super) fn bound(template: &str, params: &[(usize, String)]) -> Option<Box<super::Bound>> {
+    let numbered = params.iter().enumerate().all(|(i, (n, _))| *n == i + 1);
+    if !numbered || highest_placeholder(template) > params.len() {
+        return None;
+    }
+    let params = params
+        .iter()
+        .map(
+            |(_, v)| match v.strip_prefix('\'').and_then(|v| v.strip_suffix('\'')) {
+                Some(inner) => Param::Text(inner.replace("''", "'")),
+                None if v == "NULL" => Param::Null,
+                None => Param::Text(v.clone()),
+            },
+        )
+        .collect();
+    Some(Box::new(super::Bound {
+        template: template.to_string(),
+        params,
+    }))
+}
+
+/// The highest `$n` outside quotes in `sql` (0: none).
+fn highest_placeholder(sql: &str) -> usize {
+    let b = sql.as_bytes();
+    let (mut quote, mut high, mut i) = (None, 0, 0);
+    while i < b.len() {
+        let c = b[i];
+        match quote {
+            Some(q) if c == q => quote = None,
+            Some(_) => {}
+            None if c == b'\'' || c == b'"' => quote = Some(c),
+            None if c == b'$' && b.get(i + 1).is_some_and(u8::is_ascii_digit) => {
+                let start = i + 1;
+                i = start;
+                while i < b.len() && b[i].is_ascii_digit() {
+                    i += 1;
+                }
+                high = high.max(sql[start..i].parse().unwrap_or(usize::MAX));
+                continue;
+            }
+            None => {}
+        }
+        i += 1;
+    }
+    high
+}
+
 /// `sql` with each `$n` outside quotes replaced by its value.
 pub(super) fn substitute(sql: &str, params: &[(usize, String)]) -> String {
     let b: Vec<char> = sql.chars().collect();
@@ -163,10 +213,16 @@ impl Assembler {
     }
 
     fn complete(&mut self, (mut e, detail): (Entry, Option<String>)) {
-        if let (What::Execute(sql), Some(d)) = (&mut e.what, detail.as_deref())
-            && let Some(p) = d.strip_prefix("parameters: ")
-        {
-            *sql = substitute(sql, &parse_parameters(p));
+        if let What::Execute(sql) = &mut e.what {
+            let params = detail
+                .as_deref()
+                .and_then(|d| d.strip_prefix("parameters: "))
+                .map(parse_parameters)
+                .unwrap_or_default();
+            e.bound = bound(sql, &params);
+            if !params.is_empty() {
+                *sql = substitute(sql, &params);
+            }
         }
         self.ready.push_back(e);
     }
@@ -375,6 +431,7 @@ impl<R: BufRead> PgStderrLog<R> {
                         at_us,
                         what,
                         rows: None,
+                        bound: None,
                     });
                 }
             }

@@ -3,7 +3,11 @@
 //! every trial (the client is made anew for each), again from the start when its share runs
 //! out. Before a statement whose session had another default database than the connection
 //! has, the client sends `USE db` (the MySQL family's logs say it; in the same event). The
-//! tag of the last event's statement tells which fingerprint it timed.
+//! tag of the last event's statement tells which fingerprint it timed. An execution of a
+//! prepared statement the log shows with its values runs prepared, as the application ran
+//! it: each connection prepares its share's statements once (`connected`) and executes
+//! them with their recorded values over the binary (MySQL family) or extended (PostgreSQL)
+//! protocol.
 
 use super::slice::{NONE, Slice};
 use crate::client::connection::{DbError, Session};
@@ -26,7 +30,15 @@ pub struct ReplayScript {
     tag: u32,
     /// The rows the last statement's log entry recorded, or NONE.
     rows: u32,
+    /// Each of the slice's prepared statements' handle on this connection, or NONE: not
+    /// prepared here (its executions are sent as their text).
+    handles: Vec<u32>,
 }
+
+/// The prepared statements a connection prepares at most (the rest run as their text): a
+/// MySQL-family server allows `max_prepared_stmt_count` (16,382 by default) over all its
+/// connections.
+pub const PREPARED_PER_CONNECTION: usize = 256;
 
 impl ReplayScript {
     /// A client of `slice`: its share is dealt by `set_lane` (the whole slice when its first
@@ -39,6 +51,7 @@ impl ReplayScript {
             db: NONE,
             tag: NONE,
             rows: NONE,
+            handles: vec![],
         }
     }
 
@@ -66,9 +79,52 @@ impl crate::workload::Script for ReplayScript {
         self.pos = 0;
     }
 
-    /// Go on with the new connection where this client was; its database is unknown.
+    /// Prepare the statements this client's share executes prepared, each in its default
+    /// database; one the server refuses is sent as its text, counted in
+    /// `Slice::prepare_refused`.
+    fn connected(&mut self, s: &mut dyn Session) {
+        self.handles = vec![NONE; self.slice.templates.len()];
+        if self.handles.is_empty() {
+            return;
+        }
+        self.deal();
+        let mut wanted: Vec<u32> = vec![];
+        let mut seen = vec![false; self.handles.len()];
+        for &i in &self.lane {
+            let p = self.slice.stmts[i as usize].prep;
+            if p != NONE && !seen[p as usize] && wanted.len() < PREPARED_PER_CONNECTION {
+                seen[p as usize] = true;
+                wanted.push(p);
+            }
+        }
+        wanted.sort_by_key(|&p| self.slice.templates[p as usize].db);
+        for p in wanted {
+            let t = &self.slice.templates[p as usize];
+            if t.db != NONE && t.db != self.db {
+                if s.simple(&self.slice.uses[t.db as usize]).is_err() {
+                    self.db = NONE;
+                    continue;
+                }
+                self.db = t.db;
+            }
+            match s.prepare_as_is(&t.sql) {
+                Ok(h) => self.handles[p as usize] = h as u32,
+                Err(e) if e.lost() => return,
+                Err(e) if e.kind == crate::client::connection::Kind::NotPreparable => {}
+                Err(_) => {
+                    self.slice
+                        .prepare_refused
+                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
+            }
+        }
+    }
+
+    /// Go on with the new connection where this client was; its database is unknown, and
+    /// nothing is prepared on it yet.
     fn reconnected(&mut self) -> bool {
         self.db = NONE;
+        self.handles.clear();
         true
     }
 
@@ -91,7 +147,13 @@ impl crate::workload::Script for ReplayScript {
         }
         self.tag = st.tag;
         self.rows = st.rows;
-        s.statement(&st.sql)?;
+        match self.handles.get(st.prep as usize) {
+            Some(&h) if h != NONE => {
+                let params: Vec<_> = st.params.iter().map(|p| p.value()).collect();
+                s.execute(h as usize, &params)?;
+            }
+            _ => s.statement(&st.sql)?,
+        }
         Ok(n + 1)
     }
 

@@ -14,7 +14,7 @@ use super::lex::Dialect;
 use super::mylog::{GeneralLog, SlowLog};
 use super::pglog::PgStderrLog;
 use super::spec::{LogFormat, Mark, ReplaySpec};
-use super::{LogReader, MalformedLines, What};
+use super::{LogReader, MalformedLines, Param, What};
 use crate::error::usage;
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
@@ -42,6 +42,21 @@ pub struct Stmt {
     pub rows: u32,
     /// The text.
     pub sql: Box<str>,
+    /// An execution of a prepared statement: the statement (an index into
+    /// `Slice::templates`), or NONE: replayed as its text.
+    pub prep: u32,
+    /// Its values.
+    pub params: Box<[Param]>,
+}
+
+/// A prepared statement the slice executes: replayed prepared on each connection that runs
+/// it, in its session's default database then.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Template {
+    /// The statement as prepared (`?` or `$n` placeholders).
+    pub sql: Box<str>,
+    /// The default database it was prepared in (an index into `Slice::uses`), or NONE.
+    pub db: u32,
 }
 
 /// A fingerprint of the slice.
@@ -91,6 +106,17 @@ pub struct SliceStats {
     pub recorded_rate: f64,
     /// Why reading stopped: "end of log", "--to", "max statements", "span".
     pub ended_by: String,
+    /// Statements that are executions of prepared statements the log shows with their
+    /// values, replayed prepared.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub prepared: u64,
+    /// The prepared statements they execute.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub prepared_statements: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// The slice a run replays.
@@ -106,6 +132,10 @@ pub struct Slice {
     pub fingerprints: Vec<FingerprintInfo>,
     /// What reading found.
     pub stats: SliceStats,
+    /// The prepared statements executed, by index.
+    pub templates: Vec<Template>,
+    /// Preparations a server refused while replaying (those executions ran as text).
+    pub prepare_refused: std::sync::atomic::AtomicU64,
 }
 
 /// A log must be a regular file: a FIFO would block its open (no writer: for ever), a
@@ -189,7 +219,12 @@ pub fn format_of(spec: &ReplaySpec) -> Result<LogFormat> {
 struct Seen {
     db: Option<u32>,
     rank: Option<u32>,
+    /// The statements it prepared (a MySQL-family general log), the latest last.
+    prepared: Vec<String>,
 }
+
+/// The prepared statements a session's executions are matched against, at most.
+const PREPARED_PER_SESSION: usize = 64;
 
 /// Read the slice: `span`: with a recorded pace, the recorded time the longest trial replays
 /// (reading stops past it).
@@ -213,6 +248,7 @@ pub fn load(spec: &ReplaySpec, span: Option<std::time::Duration>) -> Result<Slic
     let mut dbs: HashMap<String, u32> = HashMap::new();
     let mut fps: HashMap<String, u32, Fx> = HashMap::default();
     let mut fp_list: Vec<FingerprintInfo> = vec![];
+    let mut templates: HashMap<Template, u32, Fx> = HashMap::default();
     let mut stmt_fp: Vec<u32> = vec![];
     let mut log_start: Option<i64> = None;
     let mut slice_start: Option<i64> = None;
@@ -239,6 +275,7 @@ pub fn load(spec: &ReplaySpec, span: Option<std::time::Duration>) -> Result<Slic
             continue;
         }
         let s = seen.entry(e.session).or_default();
+        let mut bound = e.bound;
         let rows = e
             .rows
             .and_then(|n| u32::try_from(n).ok())
@@ -260,8 +297,29 @@ pub fn load(spec: &ReplaySpec, span: Option<std::time::Duration>) -> Result<Slic
                 seen.remove(&e.session);
                 continue;
             }
-            What::Query(q) | What::Execute(q) => q,
-            What::Prepare(_) | What::Other(_) => continue,
+            What::Prepare(t) => {
+                if mysql && !s.prepared.contains(&t) {
+                    if s.prepared.len() == PREPARED_PER_SESSION {
+                        s.prepared.remove(0);
+                    }
+                    s.prepared.push(t);
+                }
+                continue;
+            }
+            What::Query(q) => q,
+            What::Execute(q) => {
+                if bound.is_none() && mysql {
+                    bound = s.prepared.iter().rev().find_map(|t| {
+                        let params = super::bound::bind(t, &q)?;
+                        Some(Box::new(super::Bound {
+                            template: t.clone(),
+                            params,
+                        }))
+                    });
+                }
+                q
+            }
+            What::Other(_) => continue,
         };
         if to.is_some_and(|m| clock >= m.resolve(start)) {
             ended_by = "--to";
@@ -314,13 +372,30 @@ pub fn load(spec: &ReplaySpec, span: Option<std::time::Duration>) -> Result<Slic
         };
         fp_list[fi as usize].count += 1;
         stmt_fp.push(fi);
+        let db = if shared_db { last_use } else { s.db }.unwrap_or(NONE);
+        let (prep, params) = match bound {
+            Some(b) => {
+                let t = Template {
+                    sql: b.template.into_boxed_str(),
+                    db,
+                };
+                let n = templates.len() as u32;
+                (
+                    *templates.entry(t).or_insert(n),
+                    b.params.into_boxed_slice(),
+                )
+            }
+            None => (NONE, Box::default()),
+        };
         slice.stmts.push(Stmt {
             at_ns: ((clock - first).max(0) as u64) * 1000,
             session: rank,
-            db: if shared_db { last_use } else { s.db }.unwrap_or(NONE),
+            db,
             tag: NONE,
             rows,
             sql: sql.into_boxed_str(),
+            prep,
+            params,
         });
         if slice.stmts.len() as u64 >= spec.max_statements {
             ended_by = "max statements";
@@ -361,6 +436,15 @@ pub fn load(spec: &ReplaySpec, span: Option<std::time::Duration>) -> Result<Slic
         uses[i as usize] = format!("USE `{}`", name.replace('`', "``"));
     }
     slice.uses = uses;
+    let mut by_index: Vec<(u32, Template)> = templates.into_iter().map(|(t, i)| (i, t)).collect();
+    by_index.sort_unstable_by_key(|(i, _)| *i);
+    slice.templates = by_index.into_iter().map(|(_, t)| t).collect();
+    let mut used = vec![false; slice.templates.len()];
+    for st in slice.stmts.iter().filter(|st| st.prep != NONE) {
+        slice.stats.prepared += 1;
+        used[st.prep as usize] = true;
+    }
+    slice.stats.prepared_statements = used.iter().filter(|u| **u).count() as u64;
     spread_equal_times(&mut slice.stmts, whole_seconds);
     slice.stats.statements = slice.stmts.len() as u64;
     slice.stats.sessions = slice.sessions;
@@ -548,6 +632,13 @@ pub fn describe(slice: &Slice) -> String {
             .map(|(line, why)| format!("; line {line}: {why}"))
             .collect::<String>()
     );
+    if st.prepared > 0 {
+        s += &format!(
+            "  prepared   {} of them executions of {} prepared statements, replayed prepared \
+             with their recorded values\n",
+            st.prepared, st.prepared_statements
+        );
+    }
     for f in slice.fingerprints.iter().take(5) {
         s += &format!("  statement  {:>8} × {}\n", f.count, f.fingerprint);
     }

@@ -302,3 +302,104 @@ fn a_line_longer_than_the_bound_is_skipped_in_bounded_memory() {
     let s = load(&ReplaySpec::of(&p), None).unwrap();
     assert_eq!(too_long(&s), Some(&1), "{:?}", s.stats);
 }
+
+/// The statements that run prepared: (template, its database's USE, values).
+fn prepared(s: &Slice) -> Vec<(&str, Option<&str>, Vec<crate::workload::replay::Param>)> {
+    s.stmts
+        .iter()
+        .filter(|st| st.prep != NONE)
+        .map(|st| {
+            let t = &s.templates[st.prep as usize];
+            let db = (t.db != NONE).then(|| s.uses[t.db as usize].as_str());
+            (&*t.sql, db, st.params.to_vec())
+        })
+        .collect()
+}
+
+#[test]
+fn a_general_logs_executions_run_prepared_with_their_values() {
+    use crate::workload::replay::Param::{Int, Null, Text};
+    // MySQL 5.1 writes the statement's id in brackets; 10.11 does not. Session 9 prepares
+    // two statements and executes both; session 10 executes a text that matches no
+    // statement it prepared (the other session's does not count).
+    let log = "\
+/usr/sbin/mariadbd, Version: 10.11.6-MariaDB-log (Debian 12). started with:
+Tcp port: 0  Unix socket: /tmp/x.sock
+Time\t\t    Id Command\tArgument
+261201 10:00:00\t    9 Connect\tapp@localhost on shop using Socket
+\t\t    9 Prepare\t[1] SELECT c FROM t WHERE id=?
+\t\t    9 Prepare\tSELECT c FROM t WHERE k BETWEEN ? AND ? AND d = ?
+\t\t    9 Execute\t[1] SELECT c FROM t WHERE id=42
+\t\t    9 Execute\tSELECT c FROM t WHERE k BETWEEN -3 AND 7 AND d = 'it''s'
+\t\t   10 Connect\tapp@localhost on crm using Socket
+\t\t   10 Execute\tSELECT c FROM t WHERE id=5
+\t\t    9 Execute\tSELECT c FROM t WHERE k BETWEEN 1 AND 2 AND d = NULL
+\t\t    9 Close stmt\t
+\t\t    9 Quit\t
+";
+    let (_d, p) = write("general.log", log);
+    let s = load(&ReplaySpec::of(&p), None).unwrap();
+    assert_eq!(s.stats.statements, 4);
+    assert_eq!((s.stats.prepared, s.stats.prepared_statements), (3, 2));
+    let range = "SELECT c FROM t WHERE k BETWEEN ? AND ? AND d = ?";
+    assert_eq!(
+        prepared(&s),
+        vec![
+            (
+                "SELECT c FROM t WHERE id=?",
+                Some("USE `shop`"),
+                vec![Int(42)]
+            ),
+            (
+                range,
+                Some("USE `shop`"),
+                vec![Int(-3), Int(7), Text("it's".into())]
+            ),
+            (range, Some("USE `shop`"), vec![Int(1), Int(2), Null]),
+        ]
+    );
+    // The text stays as logged: what is classified, fingerprinted and (if a connection
+    // cannot prepare) sent.
+    assert_eq!(&*s.stmts[0].sql, "SELECT c FROM t WHERE id=42");
+    assert_eq!(s.stmts[2].prep, NONE);
+    assert!(describe(&s).contains("3 of them executions of 2 prepared statements"));
+}
+
+#[test]
+fn a_postgresql_execute_runs_prepared_with_its_detail_values() {
+    use crate::workload::replay::Param::{Null, Text};
+    let log = "\
+2026-12-01 10:00:00.100 UTC [411] LOG:  execute S_1: SELECT v FROM t WHERE id = $1 AND n = $2
+2026-12-01 10:00:00.100 UTC [411] DETAIL:  parameters: $1 = '5', $2 = NULL
+2026-12-01 10:00:00.200 UTC [411] LOG:  execute <unnamed>: SELECT v FROM t WHERE s = $1
+2026-12-01 10:00:00.200 UTC [411] DETAIL:  parameters: $1 = 'it''s'
+2026-12-01 10:00:00.300 UTC [411] LOG:  execute S_2: SELECT now()
+2026-12-01 10:00:00.400 UTC [411] LOG:  execute S_3: SELECT v FROM t WHERE id = $1
+2026-12-01 10:00:00.500 UTC [411] LOG:  statement: SELECT 1
+";
+    let (_d, p) = write("pg.log", log);
+    let s = load(&ReplaySpec::of(&p), None).unwrap();
+    assert_eq!(s.stats.statements, 5);
+    assert_eq!(
+        prepared(&s),
+        vec![
+            (
+                "SELECT v FROM t WHERE id = $1 AND n = $2",
+                None,
+                vec![Text("5".into()), Null]
+            ),
+            (
+                "SELECT v FROM t WHERE s = $1",
+                None,
+                vec![Text("it's".into())]
+            ),
+            ("SELECT now()", None, vec![]),
+        ]
+    );
+    // Values substituted into the text; an execute without its values runs as text.
+    assert_eq!(
+        &*s.stmts[0].sql,
+        "SELECT v FROM t WHERE id = '5' AND n = NULL"
+    );
+    assert_eq!(s.stmts[3].prep, NONE);
+}
