@@ -47,7 +47,7 @@ pub fn parse_time(s: &str) -> Option<i64> {
         let mut p = d.split('-');
         let (y, m, dd) = (num(p.next()?)?, num(p.next()?)?, num(p.next()?)?);
         let t = t.trim_end_matches('Z');
-        let t = t.split(['+']).next()?;
+        let t = t.split(['+', '-']).next()?;
         ((y, m, dd), t.to_string())
     } else {
         let (d, t) = s.split_once(' ')?;
@@ -63,6 +63,8 @@ pub fn parse_time(s: &str) -> Option<i64> {
     let (whole, frac) = sec.split_once('.').unwrap_or((sec, ""));
     let frac_us = if frac.is_empty() {
         0
+    } else if !frac.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
     } else {
         let f: String = frac.chars().chain(std::iter::repeat('0')).take(6).collect();
         num(&f)?
@@ -85,12 +87,13 @@ pub fn parse_time(s: &str) -> Option<i64> {
 
 /// One general-log line taken apart: (time, thread id, command, argument).
 fn general_line(line: &str) -> Option<(Option<i64>, u64, &str, &str)> {
-    let (time, rest) = match line.split_once('\t') {
-        Some((t, rest)) if !t.is_empty() => (Some(parse_time(t)?), rest),
-        Some((_, rest)) => (None, rest.strip_prefix('\t').unwrap_or(rest)),
-        None => return None,
+    let (time, rest) = if line.starts_with(['\t', ' ']) {
+        (None, line)
+    } else {
+        let (t, rest) = split_time(line)?;
+        (Some(t), rest)
     };
-    let rest = rest.trim_start_matches(' ');
+    let rest = rest.trim_start_matches([' ', '\t']);
     let (id, rest) = rest.split_once(' ')?;
     let id = num(id)? as u64;
     // The command and a tab (MariaDB, MySQL 5.5 on), or the command padded with spaces to its
@@ -107,6 +110,28 @@ fn general_line(line: &str) -> Option<(Option<i64>, u64, &str, &str)> {
         None => after.trim_start_matches(' '),
     };
     Some((time, id, command, arg))
+}
+
+/// A general-log line's leading time and what follows it: the time ends at the first tab
+/// or, in a file whose tabs became spaces on the way (an editor, a ticket), after MariaDB's
+/// `YYMMDD H:MM:SS` or MySQL's ISO time.
+fn split_time(line: &str) -> Option<(i64, &str)> {
+    if let Some((t, rest)) = line.split_once('\t')
+        && let Some(at) = parse_time(t)
+    {
+        return Some((at, rest));
+    }
+    let b = line.as_bytes();
+    let end = if b.len() > 11 && b[10] == b'T' {
+        line.find(' ')?
+    } else if b.len() > 14 && b[6] == b' ' && b[..6].iter().all(u8::is_ascii_digit) {
+        let clock = &line[7..];
+        let padding = clock.len() - clock.trim_start_matches(' ').len();
+        7 + padding + clock[padding..].find(' ')?
+    } else {
+        return None;
+    };
+    Some((parse_time(&line[..end])?, &line[end..]))
 }
 
 /// Whether `line` is a general-log line (any version's layout): for telling a log's format.
@@ -394,6 +419,17 @@ impl<R: BufRead> SlowLog<R> {
                 ..Default::default()
             });
         } else if let Some(rest) = line.strip_prefix("# ") {
+            // An entry without `# User@Host` (a log some tool wrote, a Percona build's
+            // `# Thread_id` first): its first header line starts it, as a header line after
+            // a statement starts the next.
+            if self.block.as_ref().is_none_or(|b| !b.sql.is_empty()) {
+                self.close();
+                self.block = Some(SlowBlock {
+                    line: self.line_no,
+                    at_us: self.clock,
+                    ..Default::default()
+                });
+            }
             // The lines every entry has (the cheap test first): of them only the rows sent
             // are read, what the replay's are compared with.
             if rest.starts_with("Query_time: ") {

@@ -225,3 +225,64 @@ fn times_out_of_range_are_no_times() {
     assert_eq!(entries.len(), 1);
     assert_eq!(entries[0].at_us, None);
 }
+
+/// Logs whose tabs became spaces on the way (an editor, a ticket): MySQL 5.7's ISO time
+/// before the id with spaces, MySQL 5.0's padded columns with no tab at all.
+#[test]
+fn general_logs_whose_tabs_became_spaces_read_the_same() {
+    let iso = "2016-06-07T19:07:02.558338Z    3 Connect\tapp@localhost on  using Socket
+2016-06-07T19:07:02.558713Z    3 Query\tSELECT 1
+2016-06-07T19:07:02.563721Z    3 Quit\t
+";
+    let (e, bad) = general(iso.as_bytes());
+    assert!(bad.is_empty(), "{bad:?}");
+    assert_eq!(e.len(), 3, "{e:#?}");
+    assert_eq!(query(&e[1]), "SELECT 1");
+    assert_eq!(e[1].session, 3);
+    assert_eq!(e[1].at_us, parse_time("2016-06-07T19:07:02.558713Z"));
+    let padded = "100211  0:55:24      51 Query       SELECT category_id
+                FROM map
+                     51 Query       SELECT 2
+";
+    let (e, bad) = general(padded.as_bytes());
+    assert!(bad.is_empty(), "{bad:?}");
+    assert_eq!(e.len(), 2, "{e:#?}");
+    assert_eq!(query(&e[0]), "SELECT category_id\n                FROM map");
+    assert_eq!(query(&e[1]), "SELECT 2");
+    assert_eq!(e[0].at_us, parse_time("100211  0:55:24"));
+}
+
+/// Slow-log entries without `# User@Host` (a log some tool wrote, or cut from a longer
+/// one): each starts at its first header line, as pt-query-digest reads them.
+#[test]
+fn slow_log_entries_without_user_host_are_read() {
+    let log = "# Time: 100624 11:48:27
+# Query_time: 0.000012  Lock_time: 0.000000  Rows_sent: 3  Rows_examined: 0
+SELECT * FROM `products` ORDER BY name;
+# Thread_id: 7  Schema: shop
+# Query_time: 0.726052  Lock_time: 0.100091  Rows_sent: 9  Rows_examined: 51
+SELECT * FROM foo;
+# Query_time: 0.1  Lock_time: 0.0  Rows_sent: 1  Rows_examined: 1
+SELECT 1;
+";
+    let mut r = SlowLog::new(log.as_bytes());
+    let e: Vec<Entry> = r.by_ref().collect();
+    assert!(r.malformed.first.is_empty(), "{:?}", r.malformed.first);
+    let statements: Vec<(u64, &str, Option<u64>)> = e
+        .iter()
+        .filter_map(|e| match &e.what {
+            What::Query(s) => Some((e.session, s.as_str(), e.rows)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        statements,
+        vec![
+            (0, "SELECT * FROM `products` ORDER BY name", Some(3)),
+            (7, "SELECT * FROM foo", Some(9)),
+            (0, "SELECT 1", Some(1)),
+        ]
+    );
+    assert!(e.iter().any(|e| e.what == What::InitDb("shop".into())));
+    assert_eq!(e[0].at_us, parse_time("100624 11:48:27"));
+}

@@ -199,11 +199,39 @@ pub fn format_of(spec: &ReplaySpec) -> Result<LogFormat> {
         .take(256 * 1024)
         .read_to_end(&mut head)
         .map_err(|e| usage(format!("cannot read the log {}: {e}", spec.log.display())))?;
+    let packed = [
+        (&b"\x1f\x8b"[..], "gzip", "zcat"),
+        (b"BZh", "bzip2", "bzcat"),
+        (b"\xfd7zXZ\x00", "xz", "xzcat"),
+        (b"\x28\xb5\x2f\xfd", "zstd", "zstdcat"),
+    ];
+    if let Some((_, name, cat)) = packed.iter().find(|(magic, ..)| head.starts_with(magic)) {
+        return Err(usage(format!(
+            "the log {} is compressed ({name}): decompress it first ({cat} {} > FILE.log) and \
+             give --log the result. Nothing was changed",
+            spec.log.display(),
+            spec.log.display()
+        )));
+    }
     let head = String::from_utf8_lossy(&head);
     let format = LogFormat::detect(&head);
     if format == Some(LogFormat::Jsonlog) {
         // JSON of a shape not read is refused here, in words that say what it holds.
         super::jsonlog::known(&head)?;
+    }
+    if head.trim().is_empty() {
+        return Err(usage(format!(
+            "the log {} is empty: there is nothing to replay. Nothing was changed",
+            spec.log.display()
+        )));
+    }
+    if head.contains(" LOG C-0x") || head.contains("LOG process up: pgbouncer") {
+        return Err(usage(format!(
+            "{} is pgbouncer's log: it records connections, not statements. Replay the \
+             PostgreSQL server's own log (log_statement = all, or log_min_duration_statement \
+             = 0). Nothing was changed",
+            spec.log.display()
+        )));
     }
     format.ok_or_else(|| {
         usage(format!(

@@ -188,6 +188,13 @@ fn formats_are_told_from_their_first_lines() {
                \"psql\",\"client backend\",,0\n";
     assert_eq!(LogFormat::detect(csv), Some(LogFormat::Csvlog));
     assert_eq!(LogFormat::detect("hello\nworld\n"), None);
+    // A slow log some tool wrote without `# Time` and `# User@Host`.
+    for head in [
+        "# Query_time: 0.1  Lock_time: 0.0\nSELECT 1;\n",
+        "# Thread_id: 1  Schema: db\n",
+    ] {
+        assert_eq!(LogFormat::detect(head), Some(LogFormat::Slow), "{head}");
+    }
     // MySQL 5.0/5.1: the command padded with spaces, not followed by a tab.
     let padded = "051007 21:55:24\t     42 Connect     root@localhost on db1\n\
                   \t\t                 42 Query       SELECT 1\n";
@@ -232,6 +239,24 @@ fn bad_logs_and_flags_are_usage_errors() {
     assert_eq!(code(Mark::parse("yesterday").unwrap_err()), 2);
     assert_eq!(Mark::parse("5m").unwrap(), Mark::After(300_000_000));
     assert_eq!(code(LogFormat::parse("binlog").unwrap_err()), 2);
+    // What a log is not, said in words: compressed, empty, pgbouncer's.
+    let said = |name: &str, bytes: &[u8]| {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join(name);
+        std::fs::write(&p, bytes).unwrap();
+        let e = load(&ReplaySpec::of(&p), None).unwrap_err();
+        let words = format!("{e:#}");
+        assert_eq!(code(e), 2, "{words}");
+        words
+    };
+    assert!(
+        said("slow.log.gz", b"\x1f\x8b\x08\x00rest")
+            .contains("compressed (gzip): decompress it first (zcat")
+    );
+    assert!(said("pg.log.zst", b"\x28\xb5\x2f\xfd...").contains("compressed (zstd)"));
+    assert!(said("empty.log", b"\n\n").contains("is empty"));
+    let bouncer = b"2018-09-12 16:09:05.313 3394 LOG C-0x562376c014e0: pgbench/app@127.0.0.1:43866 login attempt: db=pgbench user=app tls=no\n";
+    assert!(said("pgbouncer.log", bouncer).contains("pgbouncer's log"));
 }
 
 #[test]

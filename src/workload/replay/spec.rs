@@ -78,7 +78,15 @@ impl LogFormat {
                 record.push('\n');
                 record.push_str(next);
             }
-            if line.starts_with("# User@Host: ") || line.starts_with("# Time: ") {
+            if [
+                "# User@Host: ",
+                "# Time: ",
+                "# Query_time: ",
+                "# Thread_id: ",
+            ]
+            .iter()
+            .any(|h| line.starts_with(h))
+            {
                 return Some(LogFormat::Slow);
             }
             let fields = record.split(',').count();
