@@ -9,7 +9,7 @@
 
 use super::classify::{Class, Verdict, classify, reason};
 use super::csvlog::PgCsvLog;
-use super::fingerprint::{digest, fingerprint};
+use super::fingerprint::digest;
 use super::lex::Dialect;
 use super::mylog::{GeneralLog, SlowLog};
 use super::pglog::PgStderrLog;
@@ -277,6 +277,8 @@ pub fn load(spec: &ReplaySpec, span: Option<std::time::Duration>) -> Result<Slic
     let mut fps: HashMap<String, u32, Fx> = HashMap::default();
     let mut fp_list: Vec<FingerprintInfo> = vec![];
     let mut templates: HashMap<Template, u32, Fx> = HashMap::default();
+    // The fingerprint's buffers, kept from one statement to the next.
+    let (mut scratch, mut f) = (super::fingerprint::Scratch::default(), String::new());
     let mut stmt_fp: Vec<u32> = vec![];
     let mut log_start: Option<i64> = None;
     let mut slice_start: Option<i64> = None;
@@ -384,8 +386,8 @@ pub fn load(spec: &ReplaySpec, span: Option<std::time::Duration>) -> Result<Slic
             slice.sessions += 1;
             slice.sessions - 1
         });
-        let f = fingerprint(&sql, dialect);
-        let fi = match fps.get(&f) {
+        scratch.fingerprint(&sql, dialect, &mut f);
+        let fi = match fps.get(f.as_str()) {
             Some(&i) => i,
             None => {
                 fp_list.push(FingerprintInfo {
@@ -394,7 +396,7 @@ pub fn load(spec: &ReplaySpec, span: Option<std::time::Duration>) -> Result<Slic
                     sample: sql.chars().take(200).collect(),
                     count: 0,
                 });
-                fps.insert(f, fp_list.len() as u32 - 1);
+                fps.insert(f.clone(), fp_list.len() as u32 - 1);
                 fp_list.len() as u32 - 1
             }
         };
