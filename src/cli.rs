@@ -124,13 +124,14 @@ change and restored at exit, on error and on Ctrl-C; `dbtax restore` after a kil
     #[command(after_help = "Examples:
   dbtax capture --for 60s --target 'mysql://root:pw@127.0.0.1:3306/' --out shop.log
   dbtax capture --for 5m --target 'postgres://postgres@/shop?host=/run/postgresql' --max-log-bytes 2G
+  dbtax capture --for 60s --target 'mysql://dbtax:pw@db1:3306/' --server-host ssh://admin@db1 --out db1.log
   dbtax run --log shop.log --feature general-log --target 'mysql://root:pw@127.0.0.1:3306/' --replay-user temporary
 
 The setting is journaled before it changes and put back at the end, on error and on Ctrl-C
 (what was captured until then is written); after a kill -9, `dbtax restore` puts it back.
 The disk guard stops the capture early when the log's filesystem would fall under 10% free
-or the log grows past --max-log-bytes. The log is read on this machine: run capture on the
-database's host.")]
+or the log grows past --max-log-bytes. The log is read where the server runs: on this
+machine, or for a server elsewhere through --server-host's probe there (over ssh, as run's).")]
     Capture(CaptureArgs),
     /// Put back every setting an interrupted run changed (after kill -9 or a crash).
     #[command(after_help = "Examples:
@@ -559,6 +560,15 @@ pub struct CaptureArgs {
     /// Stop early once the log has grown by this much, e.g. 500M, 2G.
     #[arg(help_heading = "Safety", long, value_parser = crate::units::bytes)]
     pub max_log_bytes: Option<u64>,
+    /// The database's host, when the server is not on this machine: dbtax starts `dbtax
+    /// agent --stdio` there through ssh (as `run --server-host`), which reads the log there
+    /// and sends what it gained; the disk guard reads that host's disk
+    #[arg(help_heading = "Target", long, value_name = "ssh://[user@]host[:port]")]
+    pub server_host: Option<String>,
+    /// The dbtax binary on that host (default: `dbtax` on its PATH), or `copy` to copy this
+    /// one to a temporary file there
+    #[arg(help_heading = "Target", long, value_name = "PATH|copy")]
+    pub agent_bin: Option<String>,
 }
 
 /// `dbtax report`.

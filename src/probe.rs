@@ -326,6 +326,22 @@ pub fn is_late(e: &anyhow::Error) -> bool {
     e.chain().any(|c| c.is::<LateReading>())
 }
 
+/// The most a part of a file read through a reader holds (`Reader::read_file`).
+pub const FILE_PART: u32 = 1 << 20;
+
+/// Up to `max` bytes of the file at `path` from byte `from` (none at or past its end).
+pub fn read_file(path: &str, from: u64, max: u32) -> Result<Vec<u8>, String> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = std::fs::File::open(path).map_err(|e| format!("cannot read {path}: {e}"))?;
+    f.seek(SeekFrom::Start(from))
+        .map_err(|e| format!("cannot read {path}: {e}"))?;
+    let mut out = Vec::with_capacity(max.min(FILE_PART) as usize);
+    f.take(u64::from(max.min(FILE_PART)))
+        .read_to_end(&mut out)
+        .map_err(|e| format!("cannot read {path}: {e}"))?;
+    Ok(out)
+}
+
 /// Where readings come from: this process, or the probe on the server's host.
 pub trait Reader: Send + Sync {
     /// One reading; Err when the probe is gone (its words name the host), or a
@@ -356,6 +372,10 @@ pub trait Reader: Send + Sync {
     /// Find the server's process there.
     fn find(&self, f: &Find) -> anyhow::Result<Found> {
         find(f).map_err(|e| anyhow::anyhow!(e))
+    }
+    /// Up to `max` bytes of a file there from byte `from` (`dbtax capture`'s log).
+    fn read_file(&self, path: &str, from: u64, max: u32) -> anyhow::Result<Vec<u8>> {
+        read_file(path, from, max).map_err(|e| anyhow::anyhow!(e))
     }
 }
 

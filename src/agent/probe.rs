@@ -176,6 +176,27 @@ impl Reader for RemoteProbe {
         }
     }
 
+    fn read_file(&self, path: &str, from: u64, max: u32) -> Result<Vec<u8>> {
+        let request = Request::ReadFile {
+            path: path.to_string(),
+            from,
+            max,
+        };
+        match self.ask(&request)? {
+            Reply::Bytes { hex } => super::protocol::from_hex(&hex).ok_or_else(|| {
+                anyhow!(
+                    "the probe on the server's host {} sent a part of {path} that is not hex",
+                    self.label
+                )
+            }),
+            other => bail!(
+                "the probe on the server's host {} answered a file's part with a '{}' message",
+                self.label,
+                other.kind()
+            ),
+        }
+    }
+
     fn here(&self) -> bool {
         false
     }

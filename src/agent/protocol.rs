@@ -27,6 +27,29 @@ use std::collections::BTreeMap;
 /// Bumped whenever a message changes shape.
 pub const PROTOCOL: u32 = 4;
 
+/// `bytes` as two lower-case hex digits each (a file's part in a JSON line).
+pub fn to_hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        s.push(DIGITS[usize::from(b >> 4)] as char);
+        s.push(DIGITS[usize::from(b & 15)] as char);
+    }
+    s
+}
+
+/// The bytes of `to_hex`'s text; None when it is not such text.
+pub fn from_hex(s: &str) -> Option<Vec<u8>> {
+    let digit = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
+    let b = s.as_bytes();
+    if !b.len().is_multiple_of(2) {
+        return None;
+    }
+    b.chunks(2)
+        .map(|p| Some(digit(p[0])? << 4 | digit(p[1])?))
+        .collect()
+}
+
 /// This build's version: an agent must run the same.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
@@ -59,6 +82,15 @@ pub enum Request {
     Find(crate::probe::Find),
     /// The probe role: read the server's CPU, the logs' sizes and room, the other processes.
     Read(crate::probe::Ask),
+    /// The probe role: a part of a file (`dbtax capture`'s log), answered as `bytes`.
+    ReadFile {
+        /// The file, as a path on the probe's host.
+        path: String,
+        /// From this byte.
+        from: u64,
+        /// At most this many bytes (at most `probe::FILE_PART`).
+        max: u32,
+    },
     /// The session is over.
     Bye,
 }
@@ -120,6 +152,11 @@ pub enum Reply {
     Found(crate::probe::Found),
     /// A reading.
     Reading(Box<crate::probe::Reading>),
+    /// A part of a file, in hex (none: the file ends before it).
+    Bytes {
+        /// Its bytes, two hex digits each.
+        hex: String,
+    },
     /// Something failed; `lost`: the server stopped answering.
     Error {
         /// What, in one paragraph.
@@ -142,6 +179,7 @@ impl Reply {
             Reply::Error { .. } => "error",
             Reply::Found(_) => "found",
             Reply::Reading(_) => "reading",
+            Reply::Bytes { .. } => "bytes",
         }
     }
 }
@@ -326,6 +364,26 @@ pub fn clock_ns() -> u64 {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_files_part_goes_as_hex_and_comes_back_whole() {
+        let bytes: Vec<u8> = (0..=255u8).chain([0, 10, 13, 255]).collect();
+        let hex = to_hex(&bytes);
+        assert_eq!(&hex[..8], "00010203");
+        assert_eq!(from_hex(&hex), Some(bytes));
+        assert_eq!(from_hex(""), Some(vec![]));
+        assert_eq!(from_hex("abc"), None);
+        assert_eq!(from_hex("zz"), None);
+        let reply = Reply::Bytes {
+            hex: to_hex(b"SELECT 1;\n"),
+        };
+        let line = serde_json::to_string(&reply).unwrap();
+        match serde_json::from_str::<Reply>(&line).unwrap() {
+            Reply::Bytes { hex } => assert_eq!(from_hex(&hex).unwrap(), b"SELECT 1;\n"),
+            other => panic!("{}", other.kind()),
+        }
+    }
+
     use super::*;
 
     #[test]

@@ -82,6 +82,17 @@ pub fn serve_stdio(remove_binary: bool) -> Result<()> {
                 },
             }),
             Request::Read(ask) => Some(Reply::Reading(Box::new(crate::probe::read(&ask)))),
+            Request::ReadFile { path, from, max } => {
+                Some(match crate::probe::read_file(&path, from, max) {
+                    Ok(bytes) => Reply::Bytes {
+                        hex: protocol::to_hex(&bytes),
+                    },
+                    Err(message) => Reply::Error {
+                        message,
+                        lost: false,
+                    },
+                })
+            }
             Request::Bye => return Ok(()),
         };
         if let Some(reply) = reply {

@@ -22,10 +22,18 @@ pub fn run(args: CaptureArgs) -> Result<()> {
             .collect();
         PathBuf::from(format!("dbtax-capture-{}-{}.log", &stamp[..8], &stamp[8..]))
     });
+    let server_host = match &args.server_host {
+        Some(h) => Some((
+            crate::agent::server_host(h)?,
+            crate::agent::AgentBin::parse(args.agent_bin.as_deref()),
+        )),
+        None => None,
+    };
     let spec = CaptureSpec {
         duration: args.duration,
         out: out.clone(),
         max_log_bytes: args.max_log_bytes,
+        server_host,
     };
     let c = capture(&config, &spec, &mut |m| crate::errln!("{m}"))?;
     let restored: Vec<String> = c.restored.iter().map(|(k, v)| format!("{k}={v}")).collect();

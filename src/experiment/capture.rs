@@ -4,6 +4,8 @@
 //! switched exactly as a run switches a variant: the run lock, the journal before the first
 //! change, the disk guard while it is on, and the restore at the end, on error and on Ctrl-C
 //! (`dbtax restore` after a kill -9). Only the part the log gained while it was on is written.
+//! The log is read where the server runs: on this machine, or, for a server elsewhere, through
+//! the probe `--server-host` starts there (`Reader::read_file`, a megabyte at a time).
 
 use super::disk::DiskGuard;
 use super::open::open;
@@ -13,7 +15,7 @@ use crate::feature::toggle::Switcher;
 use crate::server::ServerConfig;
 use crate::workload::{Workload, WorkloadKind};
 use anyhow::{Context, Result};
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -30,6 +32,9 @@ pub struct CaptureSpec {
     pub out: PathBuf,
     /// Stop early once the log grew by this much.
     pub max_log_bytes: Option<u64>,
+    /// The server's host, when it is not this machine: its log is read there by a probe
+    /// (`--server-host`, `--agent-bin`).
+    pub server_host: Option<(crate::agent::AgentSpec, crate::agent::AgentBin)>,
 }
 
 /// What a capture did.
@@ -58,8 +63,9 @@ pub struct Captured {
 
 /// The experiment a capture resolves: the feature against off, one connection, a workload
 /// that prepares nothing (no trial runs).
-fn experiment(max_log_bytes: Option<u64>) -> Experiment {
+fn experiment(spec: &CaptureSpec) -> Experiment {
     let mut exp = Experiment::defaults();
+    exp.server_host = spec.server_host.clone();
     exp.name = "capture".into();
     exp.variants = variants_for_features(&[FEATURE.to_string()]);
     exp.threads = vec![1];
@@ -68,7 +74,7 @@ fn experiment(max_log_bytes: Option<u64>) -> Experiment {
         queries: vec!["SELECT 1".into()],
         ..Workload::default()
     };
-    exp.max_log_bytes = max_log_bytes;
+    exp.max_log_bytes = spec.max_log_bytes;
     exp
 }
 
@@ -88,24 +94,32 @@ pub fn capture(
              managed server has none of its own). Nothing was changed",
         ));
     }
-    let exp = experiment(spec.max_log_bytes);
+    let exp = experiment(spec);
     let (mut server, plan) = open(&exp, config, None)?;
     let label = server.label();
-    let here = server.datadir.is_some() && server.host.0.here();
+    // The log is read where the server runs: here, or through the probe there.
+    let reader = server.host.0.clone();
+    let readable = server.datadir.is_some() || !reader.here();
     let log = match plan.log_files.paths.first() {
-        Some(p) if here => p.clone(),
+        Some(p) if readable => p.clone(),
         _ => {
             return Err(usage(format!(
-                "{label} writes its log where dbtax cannot read it from this machine ({}): \
-                 capture reads the log file on the server's host (run it there; on \
-                 PostgreSQL logging_collector must be on). Nothing was changed",
-                if here {
-                    "the server names no log file"
+                "{label} writes its log where dbtax cannot read it ({}). Nothing was changed",
+                if readable {
+                    "the server names no log file: on PostgreSQL logging_collector must be on"
                 } else {
-                    "the server runs elsewhere"
+                    "the server runs elsewhere: give --server-host ssh://its-host, where dbtax \
+                     reads the log through a probe, or run dbtax there"
                 }
             )));
         }
+    };
+    let size = |reader: &dyn crate::probe::Reader| -> Result<u64> {
+        let ask = crate::probe::Ask {
+            files: vec![log.display().to_string()],
+            ..Default::default()
+        };
+        Ok(read_patiently(|| reader.read(&ask))?.sizes[0].unwrap_or(0))
     };
     let mut file = std::fs::File::create(&spec.out).map_err(|e| {
         usage(format!(
@@ -146,7 +160,13 @@ pub fn capture(
             )
         )));
     }
-    let from = std::fs::metadata(&log).map(|m| m.len()).unwrap_or(0);
+    let from = match size(reader.as_ref()) {
+        Ok(n) => n,
+        Err(e) => {
+            switcher.restore()?;
+            return Err(e.context("reading the log's size before the capture. Nothing was changed"));
+        }
+    };
     let on = &plan.variants[1];
     switcher.apply(&on.state, &on.plugins)?;
     let began = Instant::now();
@@ -170,7 +190,7 @@ pub fn capture(
         }
         if last_said.elapsed() >= Duration::from_secs(10) {
             last_said = Instant::now();
-            let now = std::fs::metadata(&log).map(|m| m.len()).unwrap_or(0);
+            let now = size(reader.as_ref()).unwrap_or(from);
             status(&format!(
                 "  {:.0} s of {:.0} s, {:.1} MB logged",
                 began.elapsed().as_secs_f64(),
@@ -182,9 +202,10 @@ pub fn capture(
     let seconds = began.elapsed().as_secs_f64();
     switcher.restore()?;
     let restored: Vec<(String, String)> = switcher.originals().into_iter().collect();
-    let bytes = copy_from(&log, from, &mut file)
+    let end = size(reader.as_ref())?;
+    let bytes = copy_from(reader.as_ref(), &log, from..end, &mut file)
         .with_context(|| format!("writing the capture to {}", spec.out.display()))?;
-    if bytes == 0 && std::fs::metadata(&log).is_ok_and(|m| m.len() < from) {
+    if end < from {
         notes.push(format!(
             "{} is shorter than when the capture began: it was rotated or truncated, and \
              nothing was copied",
@@ -214,18 +235,37 @@ pub fn capture(
     Ok(captured)
 }
 
-/// Copy `log` from byte `from` to its end into `out`; the bytes copied (none when the file is
-/// shorter than `from` now).
-fn copy_from(log: &Path, from: u64, out: &mut std::fs::File) -> Result<u64> {
-    let mut f = std::fs::File::open(log)
-        .map_err(|e| anyhow::anyhow!("cannot read the log {}: {e}", log.display()))?;
-    let len = f.metadata()?.len();
-    if len <= from {
-        return Ok(0);
+/// Copy bytes `range` of `log` (on the server's host, read by `reader`) into `out`, a part
+/// at a time; the bytes copied (none when the range is empty: the file shrank).
+fn copy_from(
+    reader: &dyn crate::probe::Reader,
+    log: &Path,
+    range: std::ops::Range<u64>,
+    out: &mut std::fs::File,
+) -> Result<u64> {
+    let path = log.display().to_string();
+    let mut at = range.start;
+    while at < range.end {
+        let max = (range.end - at).min(u64::from(crate::probe::FILE_PART)) as u32;
+        let part = read_patiently(|| reader.read_file(&path, at, max))?;
+        if part.is_empty() {
+            break;
+        }
+        out.write_all(&part)?;
+        at += part.len() as u64;
     }
-    f.seek(SeekFrom::Start(from))?;
-    let n = std::io::copy(&mut (&mut f).take(len - from), out)?;
     out.flush()?;
     out.sync_all()?;
-    Ok(n)
+    Ok(at - range.start)
+}
+
+/// `read`, asked again while the probe's answer is late (a slow link); a probe gone past its
+/// silence bound, or any other failure, is the error.
+fn read_patiently<T>(mut read: impl FnMut() -> Result<T>) -> Result<T> {
+    loop {
+        match read() {
+            Err(e) if crate::probe::is_late(&e) => continue,
+            r => return r,
+        }
+    }
 }

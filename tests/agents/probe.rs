@@ -313,6 +313,8 @@ pub(crate) fn a_server_elsewhere_is_read_through_its_probe(ctx: &Ctx) {
         }
     }
 
+    capture_through_the_probe(ctx, &db);
+
     // The disk guard there: a general log on an 8 MB tmpfs of that host stops the run
     // before it fills it, and the settings come back.
     if mounted {
@@ -355,6 +357,57 @@ pub(crate) fn a_server_elsewhere_is_read_through_its_probe(ctx: &Ctx) {
     assert_eq!(ctx.journals(), 0);
     let v = validate_results(&ctx.work.join("probe-killed/results.json"));
     assert_eq!(v["complete"], false);
+}
+
+/// `dbtax capture` of the server elsewhere: its slow log is on that host, read there by the
+/// probe and sent over; the statements a session ran while it was on are in the file, the
+/// settings are back, and the file replays (its dry run reads them).
+fn capture_through_the_probe(ctx: &Ctx, db: &DbHost) {
+    use std::io::BufRead;
+    let vars = ["slow_query_log", "long_query_time", "slow_query_log_file"];
+    let found = vars.map(|v| db.var(v));
+    let out = ctx.work.join("elsewhere-capture.log");
+    let mut child = db
+        .dbtax(ctx)
+        .args(["capture", "--for", "5s", "--target"])
+        .arg(format!("{}/", db.url_base))
+        .args(["--server-host", &db.probe(), "--agent-bin"])
+        .arg(&ctx.agent_bin)
+        .arg("--out")
+        .arg(&out)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut said = String::new();
+    while !said.contains("capturing every statement") {
+        let mut line = String::new();
+        let n = err.read_line(&mut line).unwrap();
+        assert!(n > 0, "capture ended before it began: {said}");
+        said += &line;
+    }
+    // A session opened after the change (long_query_time applies to new connections).
+    let mut c = db.conn();
+    for i in 0..40 {
+        let _: Option<u64> = c
+            .query_first(format!("SELECT {i} + 0 AS elsewhere_marker"))
+            .unwrap();
+    }
+    drop(c);
+    let o = child.wait_with_output().unwrap();
+    std::io::Read::read_to_string(&mut err, &mut said).unwrap();
+    let said = format!("{said}{}", String::from_utf8_lossy(&o.stdout));
+    assert_eq!(o.status.code(), Some(0), "{said}");
+    assert_eq!(vars.map(|v| db.var(v)), found, "{said}");
+    assert_eq!(ctx.journals(), 0);
+    let log = std::fs::read_to_string(&out).unwrap();
+    assert_eq!(
+        log.matches("AS elsewhere_marker").count(),
+        40,
+        "{said}\n{log}"
+    );
+    assert!(said.contains("It holds"), "{said}");
 }
 
 /// `dbtax ARGS` by `cmd` on the database host's server, returned once its general log is on
