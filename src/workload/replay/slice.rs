@@ -7,7 +7,7 @@
 //! statement, its session's default database at the time, and its fingerprint's tag (the
 //! most frequent fingerprints are timed one by one).
 
-use super::classify::{Class, Verdict, classify, reason};
+use super::classify::{Class, Verdict, reason};
 use super::csvlog::PgCsvLog;
 use super::fingerprint::digest;
 use super::lex::Dialect;
@@ -277,6 +277,8 @@ pub fn load(spec: &ReplaySpec, span: Option<std::time::Duration>) -> Result<Slic
     let mut fps: HashMap<String, u32, Fx> = HashMap::default();
     let mut fp_list: Vec<FingerprintInfo> = vec![];
     let mut templates: HashMap<Template, u32, Fx> = HashMap::default();
+    // Each shape's verdict, once (statements that differ only in their numbers).
+    let mut verdicts = super::classify::Verdicts::default();
     // The fingerprint's buffers, kept from one statement to the next.
     let (mut scratch, mut f) = (super::fingerprint::Scratch::default(), String::new());
     let mut stmt_fp: Vec<u32> = vec![];
@@ -367,7 +369,7 @@ pub fn load(spec: &ReplaySpec, span: Option<std::time::Duration>) -> Result<Slic
                 reason: reason::TOO_LONG,
             }
         } else {
-            classify(&sql, dialect, &spec.functions)
+            verdicts.classify(&sql, dialect, &spec.functions)
         };
         match verdict.class {
             Class::Server => slice.stats.skipped_server += 1,
@@ -530,7 +532,7 @@ fn spread_equal_times(stmts: &mut [Stmt], seconds: bool) {
 /// rustc uses (FxHash), not SipHash. The keys come from the log, but a log crafted to
 /// collide only slows its own dry run; SipHash was 3% of a slow log's.
 #[derive(Default, Clone, Copy)]
-struct Fx;
+pub(super) struct Fx;
 
 impl std::hash::BuildHasher for Fx {
     type Hasher = FxHasher;
@@ -539,7 +541,7 @@ impl std::hash::BuildHasher for Fx {
     }
 }
 
-struct FxHasher(u64);
+pub(super) struct FxHasher(u64);
 
 impl std::hash::Hasher for FxHasher {
     fn write(&mut self, bytes: &[u8]) {
