@@ -363,30 +363,22 @@ pub(crate) fn a_server_elsewhere_is_read_through_its_probe(ctx: &Ctx) {
 /// probe and sent over; the statements a session ran while it was on are in the file, the
 /// settings are back, and the file replays (its dry run reads them).
 fn capture_through_the_probe(ctx: &Ctx, db: &DbHost) {
-    use std::io::BufRead;
     let vars = ["slow_query_log", "long_query_time", "slow_query_log_file"];
     let found = vars.map(|v| db.var(v));
     let out = ctx.work.join("elsewhere-capture.log");
-    let mut child = db
-        .dbtax(ctx)
-        .args(["capture", "--for", "5s", "--target"])
-        .arg(format!("{}/", db.url_base))
-        .args(["--server-host", &db.probe(), "--agent-bin"])
-        .arg(&ctx.agent_bin)
-        .arg("--out")
-        .arg(&out)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
-    let mut said = String::new();
-    while !said.contains("capturing every statement") {
-        let mut line = String::new();
-        let n = err.read_line(&mut line).unwrap();
-        assert!(n > 0, "capture ended before it began: {said}");
-        said += &line;
-    }
+    let probe = db.probe();
+    let capture = common::Capture::start_with(
+        db.dbtax(ctx),
+        "5s",
+        &format!("{}/", db.url_base),
+        &out,
+        &[
+            "--server-host".as_ref(),
+            probe.as_ref(),
+            "--agent-bin".as_ref(),
+            ctx.agent_bin.as_os_str(),
+        ],
+    );
     // A session opened after the change (long_query_time applies to new connections).
     let mut c = db.conn();
     for i in 0..40 {
@@ -395,10 +387,8 @@ fn capture_through_the_probe(ctx: &Ctx, db: &DbHost) {
             .unwrap();
     }
     drop(c);
-    let o = child.wait_with_output().unwrap();
-    std::io::Read::read_to_string(&mut err, &mut said).unwrap();
-    let said = format!("{said}{}", String::from_utf8_lossy(&o.stdout));
-    assert_eq!(o.status.code(), Some(0), "{said}");
+    let (code, said) = capture.finish();
+    assert_eq!(code, Some(0), "{said}");
     assert_eq!(vars.map(|v| db.var(v)), found, "{said}");
     assert_eq!(ctx.journals(), 0);
     let log = std::fs::read_to_string(&out).unwrap();

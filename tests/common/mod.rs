@@ -351,12 +351,24 @@ pub struct Capture {
 impl Capture {
     /// `dbtax capture --for SECS --target TARGET --out OUT` started with `dbtax` (the binary's
     /// command), once it says the log is on.
-    pub fn start(mut dbtax: Command, secs: &str, target: &str, out: &Path) -> Capture {
+    pub fn start(dbtax: Command, secs: &str, target: &str, out: &Path) -> Capture {
+        Capture::start_with(dbtax, secs, target, out, &[])
+    }
+
+    /// `start` with more arguments after the others (`--server-host …`).
+    pub fn start_with(
+        mut dbtax: Command,
+        secs: &str,
+        target: &str,
+        out: &Path,
+        more: &[&std::ffi::OsStr],
+    ) -> Capture {
         use std::process::Stdio;
         let mut child = dbtax
             .args(["capture", "--for", secs, "--target", target])
             .arg("--out")
             .arg(out)
+            .args(more)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()

@@ -7,9 +7,8 @@
 
 use super::*;
 
-/// Three sessions' mix, captured by `dbtax capture` into `path` (the server's slow log at
-/// long_query_time=0 while they run, put back after); returns the updates run.
-fn capture_slow_log(ctx: &Ctx, path: &Path) -> u64 {
+/// The shop's table (2,000 items), made once for the scenarios that log sessions using it.
+fn shop_items(ctx: &Ctx) {
     let mut root = ctx.root();
     root.query_drop(
         "CREATE DATABASE IF NOT EXISTS t_shop; \
@@ -19,7 +18,21 @@ fn capture_slow_log(ctx: &Ctx, path: &Path) -> u64 {
          SELECT seq, concat('item ', seq), seq % 97 FROM seq_1_to_2000",
     )
     .unwrap();
-    drop(root);
+}
+
+/// A root session in the shop's database.
+fn shop_session(ctx: &Ctx) -> mysql::Conn {
+    let opts = mysql::OptsBuilder::new()
+        .socket(Some(ctx.socket.display().to_string()))
+        .user(Some("root"))
+        .db_name(Some("t_shop"));
+    mysql::Conn::new(opts).unwrap()
+}
+
+/// Three sessions' mix, captured by `dbtax capture` into `path` (the server's slow log at
+/// long_query_time=0 while they run, put back after); returns the updates run.
+fn capture_slow_log(ctx: &Ctx, path: &Path) -> u64 {
+    shop_items(ctx);
     let found = [
         "slow_query_log",
         "long_query_time",
@@ -34,11 +47,7 @@ fn capture_slow_log(ctx: &Ctx, path: &Path) -> u64 {
         for session in 0..3u64 {
             let updates = &updates;
             s.spawn(move || {
-                let opts = mysql::OptsBuilder::new()
-                    .socket(Some(ctx.socket.display().to_string()))
-                    .user(Some("root"))
-                    .db_name(Some("t_shop"));
-                let mut c = mysql::Conn::new(opts).unwrap();
+                let mut c = shop_session(ctx);
                 if session == 0 {
                     // Changes the server (to what it was): logged, never replayed.
                     c.query_drop("SET GLOBAL slow_launch_time = @@slow_launch_time")
@@ -473,15 +482,8 @@ fn stmt_executes(ctx: &Ctx) -> u64 {
 /// place) is replayed prepared: the dry run says so, and the server counts the replay's
 /// statements as prepared executions (its own count, `Com_stmt_execute`).
 pub(crate) fn a_general_logs_prepared_statements_replay_prepared(ctx: &Ctx) {
+    shop_items(ctx);
     let mut root = ctx.root();
-    root.query_drop(
-        "CREATE DATABASE IF NOT EXISTS t_shop; \
-         CREATE TABLE IF NOT EXISTS t_shop.items (id INT PRIMARY KEY, name VARCHAR(40), \
-         price INT, KEY (price)); \
-         INSERT IGNORE INTO t_shop.items \
-         SELECT seq, concat('item ', seq), seq % 97 FROM seq_1_to_2000",
-    )
-    .unwrap();
     let vars = ["general_log", "general_log_file", "log_output"];
     let found = vars.map(|v| ctx.var(v));
     let datadir: String = root.query_first("SELECT @@datadir").unwrap().unwrap();
@@ -493,11 +495,7 @@ pub(crate) fn a_general_logs_prepared_statements_replay_prepared(ctx: &Ctx) {
     ))
     .unwrap();
     for session in 0..2u64 {
-        let opts = mysql::OptsBuilder::new()
-            .socket(Some(ctx.socket.display().to_string()))
-            .user(Some("root"))
-            .db_name(Some("t_shop"));
-        let mut c = mysql::Conn::new(opts).unwrap();
+        let mut c = shop_session(ctx);
         let point = c.prep("SELECT name FROM items WHERE id = ?").unwrap();
         let range = c
             .prep("SELECT COUNT(*) FROM items WHERE price BETWEEN ? AND ? AND name <> ?")
