@@ -131,7 +131,7 @@ pub fn number_shape(sql: &str, out: &mut String) {
 /// a few shapes with other numbers): `classify` once per shape, up to `SHAPES` of them.
 #[derive(Default)]
 pub struct Verdicts {
-    known: std::collections::HashMap<String, Verdict, super::slice::Fx>,
+    known: std::collections::HashMap<String, Verdict, super::fx::Fx>,
     shape: String,
 }
 

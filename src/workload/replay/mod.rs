@@ -10,6 +10,7 @@ mod calls;
 pub mod classify;
 pub mod csvlog;
 pub mod fingerprint;
+mod fx;
 pub mod jsonlog;
 pub mod lex;
 pub mod mylog;
