@@ -202,7 +202,7 @@ pub fn capture(
     let seconds = began.elapsed().as_secs_f64();
     switcher.restore()?;
     let restored: Vec<(String, String)> = switcher.originals().into_iter().collect();
-    let end = size(reader.as_ref())?;
+    let end = size(reader.as_ref()).context("the setting was put back; reading the log's size")?;
     let bytes = copy_from(reader.as_ref(), &log, from..end, &mut file)
         .with_context(|| format!("writing the capture to {}", spec.out.display()))?;
     if end < from {
