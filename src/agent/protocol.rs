@@ -25,7 +25,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// Bumped whenever a message changes shape.
-pub const PROTOCOL: u32 = 4;
+pub const PROTOCOL: u32 = 5;
 
 /// `bytes` as two lower-case hex digits each (a file's part in a JSON line).
 pub fn to_hex(bytes: &[u8]) -> String {
