@@ -2,7 +2,7 @@
 //! newlines and doubled quotes; the session is `session_id`, an execute's values are in the
 //! same record's `detail`. The messages mean what they mean in the stderr format (`pglog`).
 
-use super::pglog::{parse_parameters, substitute, what_of};
+use super::pglog::{what_of, with_values};
 use super::pgprefix::{pg_time, session_of_c};
 use super::{Entry, LogReader, Malformed, MalformedLines, What};
 use std::io::BufRead;
@@ -121,16 +121,7 @@ impl<R: BufRead> Iterator for PgCsvLog<R> {
             };
             let mut bound = None;
             match &mut what {
-                What::Execute(sql) => {
-                    let params = f[CSV_DETAIL]
-                        .strip_prefix("parameters: ")
-                        .map(parse_parameters)
-                        .unwrap_or_default();
-                    bound = super::pglog::bound(sql, &params);
-                    if !params.is_empty() {
-                        *sql = substitute(sql, &params);
-                    }
-                }
+                What::Execute(sql) => bound = with_values(sql, Some(&f[CSV_DETAIL])),
                 What::Connect { db } if db.is_none() => {
                     *db = Some(f[CSV_DB].clone()).filter(|d| !d.is_empty());
                 }

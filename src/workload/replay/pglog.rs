@@ -96,10 +96,25 @@ pub(super) fn parse_parameters(s: &str) -> Vec<(usize, String)> {
     out
 }
 
+/// An execute's statement (`sql`) given the values its DETAIL message lists, if any: filled
+/// in (`substitute`), and returned as prepared with them (`bound`) when they fit. For every
+/// reader of PostgreSQL's logs.
+pub(super) fn with_values(sql: &mut String, detail: Option<&str>) -> Option<Box<super::Bound>> {
+    let params = detail
+        .and_then(|d| d.strip_prefix("parameters: "))
+        .map(parse_parameters)
+        .unwrap_or_default();
+    let prepared = bound(sql, &params);
+    if !params.is_empty() {
+        *sql = substitute(sql, &params);
+    }
+    prepared
+}
+
 /// An execute's statement and its DETAIL's values (`parse_parameters`) as a `Bound`, when
 /// they fit: the values are numbered 1, 2… and every `$n` the statement uses has one. A value
 /// is unquoted text (PostgreSQL's clients send text and the server types it); `NULL` is NULL.
-pub(super) fn bound(template: &str, params: &[(usize, String)]) -> Option<Box<super::Bound>> {
+fn bound(template: &str, params: &[(usize, String)]) -> Option<Box<super::Bound>> {
     let numbered = params.iter().enumerate().all(|(i, (n, _))| *n == i + 1);
     if !numbered || highest_placeholder(template) > params.len() {
         return None;
@@ -214,15 +229,7 @@ impl Assembler {
 
     fn complete(&mut self, (mut e, detail): (Entry, Option<String>)) {
         if let What::Execute(sql) = &mut e.what {
-            let params = detail
-                .as_deref()
-                .and_then(|d| d.strip_prefix("parameters: "))
-                .map(parse_parameters)
-                .unwrap_or_default();
-            e.bound = bound(sql, &params);
-            if !params.is_empty() {
-                *sql = substitute(sql, &params);
-            }
+            e.bound = with_values(sql, detail.as_deref());
         }
         self.ready.push_back(e);
     }
