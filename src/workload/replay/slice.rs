@@ -220,13 +220,16 @@ pub fn format_of(spec: &ReplaySpec) -> Result<LogFormat> {
         // JSON of a shape not read is refused here, in words that say what it holds.
         super::jsonlog::known(&head)?;
     }
-    if head.trim().is_empty() {
+    // A file of no format read: said what it is, when that can be told.
+    if format.is_none() && head.trim().is_empty() {
         return Err(usage(format!(
             "the log {} is empty: there is nothing to replay. Nothing was changed",
             spec.log.display()
         )));
     }
-    if head.contains(" LOG C-0x") || head.contains("LOG process up: pgbouncer") {
+    if format.is_none()
+        && (head.contains(" LOG C-0x") || head.contains("LOG process up: pgbouncer"))
+    {
         return Err(usage(format!(
             "{} is pgbouncer's log: it records connections, not statements. Replay the \
              PostgreSQL server's own log (log_statement = all, or log_min_duration_statement \

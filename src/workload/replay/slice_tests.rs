@@ -257,6 +257,18 @@ fn bad_logs_and_flags_are_usage_errors() {
     assert!(said("empty.log", b"\n\n").contains("is empty"));
     let bouncer = b"2018-09-12 16:09:05.313 3394 LOG C-0x562376c014e0: pgbench/app@127.0.0.1:43866 login attempt: db=pgbench user=app tls=no\n";
     assert!(said("pgbouncer.log", bouncer).contains("pgbouncer's log"));
+    // A server's own log that quotes pgbouncer's words is read as what it is.
+    let (_d3, quoting) = write(
+        "pg.log",
+        "2026-12-01 10:00:00.1 UTC [4] LOG:  statement: SELECT 'x LOG C-0x1: y'\n",
+    );
+    assert_eq!(
+        load(&ReplaySpec::of(&quoting), None)
+            .unwrap()
+            .stats
+            .statements,
+        1
+    );
 }
 
 #[test]
