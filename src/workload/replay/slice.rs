@@ -415,11 +415,11 @@ pub fn load(spec: &ReplaySpec, span: Option<std::time::Duration>) -> Result<Slic
                     sql: b.template.into_boxed_str(),
                     db,
                 };
-                let n = templates.len() as u32;
-                (
-                    *templates.entry(t).or_insert(n),
-                    b.params.into_boxed_slice(),
-                )
+                let i = *templates.entry(t).or_insert_with_key(|t| {
+                    slice.templates.push(t.clone());
+                    slice.templates.len() as u32 - 1
+                });
+                (i, b.params.into_boxed_slice())
             }
             None => (NONE, Box::default()),
         };
@@ -472,9 +472,6 @@ pub fn load(spec: &ReplaySpec, span: Option<std::time::Duration>) -> Result<Slic
         uses[i as usize] = format!("USE `{}`", name.replace('`', "``"));
     }
     slice.uses = uses;
-    let mut by_index: Vec<(u32, Template)> = templates.into_iter().map(|(t, i)| (i, t)).collect();
-    by_index.sort_unstable_by_key(|(i, _)| *i);
-    slice.templates = by_index.into_iter().map(|(_, t)| t).collect();
     let mut used = vec![false; slice.templates.len()];
     for st in slice.stmts.iter().filter(|st| st.prep != NONE) {
         slice.stats.prepared += 1;
