@@ -1,6 +1,7 @@
 //! Flags and their docs only (clap derive). Durations and sizes are typed here by their value
 //! parsers; `config` turns the rest into validated values. Nothing below `config` sees a flag.
 
+use crate::client::mode::QueryMode;
 use crate::workload::WorkloadKind;
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand};
@@ -10,6 +11,11 @@ use std::time::Duration;
 fn workload_kind() -> impl TypedValueParser<Value = WorkloadKind> {
     PossibleValuesParser::new(WorkloadKind::ALL.map(WorkloadKind::name))
         .map(|s| WorkloadKind::parse(&s).expect("clap checked the possible values"))
+}
+
+fn query_mode() -> impl TypedValueParser<Value = QueryMode> {
+    PossibleValuesParser::new(QueryMode::ALL.map(QueryMode::name))
+        .map(|s| QueryMode::parse(&s).expect("clap checked the possible values"))
 }
 
 /// What will turning on a server feature cost your database? dbtax drives a real
@@ -45,7 +51,7 @@ pub enum Command {
   dbtax bench --target managed:postgres --workload select-only --threads 32
   dbtax bench --target 'postgres://postgres@/bench?host=/run/postgresql' --workload tpcb-like
   dbtax bench --target 'postgres://app@db:5432/shop?sslmode=verify-full&sslrootcert=ca.crt'
-  dbtax bench --threads 128 --client-threads 0          one OS thread per connection, not the event loop
+  dbtax bench --threads 128 --client-threads 2          two threads multiplexing the connections (epoll)
   dbtax bench --agents ssh://client1*3,ssh://client2 --threads 64 --target 'mysql://u:pw@db:3306/'")]
     Bench(Box<BenchArgs>),
     /// Run an experiment: variants × thread counts in interleaved, randomized blocks.
@@ -193,6 +199,16 @@ pub struct WorkloadArgs {
     /// tables; tables made by `pgbench -i -s N` are reused as they are.
     #[arg(long)]
     pub scale: Option<u32>,
+    /// How the clients send statements, as your application's connector does: text (the
+    /// values written into the statement: the default of MySQL Connector/J, PDO,
+    /// mysqlclient, psycopg2; sysbench --db-ps-mode=disable, pgbench -M simple); prepared
+    /// (prepared once per connection, executed with bound values: sysbench's default,
+    /// pgbench -M prepared, JDBC on PostgreSQL once a statement is reused); prepared-uncached
+    /// (MySQL family: prepared, without MariaDB's metadata cache, as libmysqlclient);
+    /// extended (PostgreSQL: parsed at every execution, pgbench -M extended). The server
+    /// does different work for each, and a feature's cost follows it.
+    #[arg(long, value_name = "MODE", value_parser = query_mode())]
+    pub protocol: Option<QueryMode>,
     /// SQL for the query workload; several statements separated by ';' (implies --workload query).
     #[arg(long, short = 'q')]
     pub query: Option<String>,
@@ -327,8 +343,9 @@ pub struct AgentArgs {
 #[command(next_help_heading = "Load")]
 pub struct ClientArgs {
     /// Drive the connections from N threads, each multiplexing its share through epoll
-    /// (pgbench's model); 0: one thread per connection. Default: one thread for a single
-    /// connection, from 2 the event loop on as many threads as the load's CPUs.
+    /// (pgbench's model: less of the load's CPU, and at many connections less server CPU
+    /// per query than an application's clients cause); 0, the default: one thread per
+    /// connection, each waiting for its answers as an application's threads do.
     #[arg(long, value_name = "N")]
     pub client_threads: Option<u32>,
 }

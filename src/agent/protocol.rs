@@ -24,8 +24,8 @@ use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-/// Bumped whenever a message changes shape.
-pub const PROTOCOL: u32 = 5;
+/// Bumped whenever a message changes shape (6: the workload says how its statements are sent).
+pub const PROTOCOL: u32 = 6;
 
 /// `bytes` as two lower-case hex digits each (a file's part in a JSON line).
 pub fn to_hex(bytes: &[u8]) -> String {

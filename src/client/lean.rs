@@ -44,6 +44,8 @@ pub trait Protocol: Send {
     /// The statement that makes this session read-only for every transaction after it.
     fn read_only_sql(&self) -> &'static str;
     /// Append the preparation of `sql` (`?` placeholders); its answer is read as `Prepare`.
+    /// A mode that prepares nothing on the server (the text mode) keeps the statement and
+    /// appends nothing: there is no answer to read.
     fn prepare(&mut self, sql: &str, out: &mut Vec<u8>);
     /// Append the preparation of `sql` with the engine's own placeholders as they are.
     fn prepare_as_is(&mut self, sql: &str, out: &mut Vec<u8>) {
@@ -148,7 +150,7 @@ pub struct Conn {
 
 impl Conn {
     /// A connection whose login is done (the socket blocking, `timeout` on each read).
-    pub fn new(stream: Stream, protocol: Box<dyn Protocol>, timeout: Duration) -> Conn {
+    pub fn new(mut stream: Stream, protocol: Box<dyn Protocol>, timeout: Duration) -> Conn {
         let _ = stream.set_timeouts(Some(timeout));
         Conn {
             stream,
@@ -209,7 +211,10 @@ pub fn io_lost(e: std::io::Error) -> DbError {
 impl Session for Conn {
     fn prepare(&mut self, sql: &str) -> Result<Stmt, DbError> {
         self.protocol.prepare(sql, &mut self.out);
-        self.round_trip(Request::Prepare)?;
+        // The text mode keeps its statements here: nothing to send.
+        if !self.out.is_empty() {
+            self.round_trip(Request::Prepare)?;
+        }
         Ok(self.protocol.prepared())
     }
 

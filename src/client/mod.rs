@@ -9,4 +9,5 @@
 pub mod connection;
 pub mod dial;
 pub mod lean;
+pub mod mode;
 pub mod socket;

@@ -2,6 +2,7 @@
 //! it gives; `config::merge` lays the flags over it). Unknown fields are errors that name the
 //! field, so a typo never silently falls back to a default.
 
+use crate::client::mode::QueryMode;
 use crate::error::usage;
 use crate::experiment::spec::{Layer, VariantSpec, product};
 use crate::workload::{Workload, WorkloadKind};
@@ -24,6 +25,7 @@ struct WorkloadFile {
     tables: Option<u32>,
     table_size: Option<u64>,
     scale: Option<u32>,
+    protocol: Option<String>,
     query: Option<StringOrList>,
     setup: Option<StringOrList>,
     /// The replay workload's log, and how it is read.
@@ -201,6 +203,9 @@ fn workload_of(w: WorkloadFile) -> Result<Workload> {
     }
     if let Some(s) = w.scale {
         workload.scale = s;
+    }
+    if let Some(m) = &w.protocol {
+        workload.protocol = QueryMode::parse(m).map_err(|e| usage(format!("bad protocol: {e}")))?;
     }
     if let Some(q) = w.query {
         workload.queries = q.statements();

@@ -80,6 +80,9 @@ pub fn workload_from(args: &WorkloadArgs, mut base: Workload) -> Result<Workload
     if let Some(s) = args.scale {
         base.scale = s;
     }
+    if let Some(m) = args.protocol {
+        base.protocol = m;
+    }
     let mut queries = vec![];
     if let Some(q) = &args.query {
         queries.extend(split_sql(q));

@@ -3,6 +3,7 @@
 //! 2-core machine; `--full` uses the study's whole thread range.
 
 use super::merge::{merge, new_seed};
+use crate::client::mode::QueryMode;
 use crate::error::usage;
 use crate::experiment::spec::{
     Experiment, Focus, Layer, StopRule, VariantSpec, product, variants_for_features,
@@ -120,6 +121,8 @@ pub fn layer(name: &str, size: Size) -> Result<Layer> {
         "seed-general-log" => {
             let w = Workload {
                 kind: WorkloadKind::PointSelect,
+                // sysbench prepares its statements (the study's sysbench 0.4 too).
+                protocol: QueryMode::Prepared,
                 ..Default::default()
             };
             let threads = pick(
@@ -134,6 +137,8 @@ pub fn layer(name: &str, size: Size) -> Result<Layer> {
         "seed-audit" => {
             let w = Workload {
                 kind: WorkloadKind::PointSelect,
+                // sysbench prepares its statements (the study's sysbench 0.4 too).
+                protocol: QueryMode::Prepared,
                 ..Default::default()
             };
             let threads = pick(vec![64], vec![16, 64, 256], vec![16, 32, 64, 128, 256]);

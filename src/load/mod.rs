@@ -33,24 +33,21 @@ pub enum Execution {
     EventLoop(usize),
 }
 
-/// Connections from which the event loop wins when nothing is asked. Measured against
-/// pgbench (docs/benchmarks.md, "Against pgbench"): one thread per connection spends less per
-/// transaction with one connection (no epoll call between the write and the read), the
-/// event loop from 8 up (at 8, 0.88× pgbench's CPU against 1.22–1.31×).
-pub const EVENT_LOOP_FROM: usize = 2;
-
-/// The CPUs this process may run on (its affinity: the load's CPUs when pinned).
-fn allowed_cpus() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
-}
-
-/// How `connections` clients run here, as `asked` (`--client-threads`: None decides by the
-/// connection count; Some(0) one thread per connection; Some(n) the event loop on n threads).
+/// How `connections` clients run here, as `asked` (`--client-threads`: None or Some(0) one
+/// thread per connection; Some(n) the event loop on n threads).
+///
+/// One thread per connection, waiting for each answer in poll() as libmariadb and libpq do,
+/// is what an application's connections look like to the server: each answer wakes the
+/// thread that waits for it. The event loop spends less of the load's CPU (one thread
+/// drives many connections, so an answer often finds it awake), and the server feels that:
+/// at 32 connections MariaDB spent 10% less CPU per point select on the event loop's
+/// connections than on sysbench's in the same windows, where one thread per connection was
+/// within 1.5% of sysbench's at 8 and 32 (docs/benchmarks.md, "What the server pays"). A
+/// feature's cost is a share of the server's work per query, so the default is the
+/// application's model; the event loop is there for loads whose own CPU is short.
 pub fn execution(connections: usize, asked: Option<u32>) -> Execution {
     match asked {
-        Some(0) => Execution::ThreadPerConnection,
-        None if connections < EVENT_LOOP_FROM => Execution::ThreadPerConnection,
-        None => Execution::EventLoop(allowed_cpus().clamp(1, connections)),
+        None | Some(0) => Execution::ThreadPerConnection,
         Some(n) => Execution::EventLoop((n as usize).clamp(1, connections)),
     }
 }

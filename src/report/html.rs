@@ -21,15 +21,12 @@ code,pre{background:#f5f5f5;padding:.1em .3em;border-radius:3px;white-space:pre-
 /// Render the report page, as the run's view shows it.
 pub fn render(r: &Results, view: &dyn View) -> String {
     let mut s = String::new();
-    let kind = r
-        .workload
-        .get("kind")
-        .and_then(|k| k.as_str())
-        .unwrap_or("?");
+    let kind = r.workload_title();
     let _ = write!(
         s,
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>dbtax: {n}</title>\n<style>{STYLE}</style></head><body>\n<h1>dbtax: {n}</h1>\n<p>{kind} workload on <b>{srv}</b> ({url}), started {at}{inc}.</p>\n",
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>dbtax: {n}</title>\n<style>{STYLE}</style></head><body>\n<h1>dbtax: {n}</h1>\n<p>{kind} on <b>{srv}</b> ({url}), started {at}{inc}.</p>\n",
         n = esc(&r.name),
+        kind = esc(&kind),
         srv = esc(&r.target.server_version),
         url = esc(&r.target.url),
         at = esc(&r.started_at),

@@ -9,10 +9,7 @@ pub fn render(r: &Results, view: &dyn View) -> String {
     let mut s = format!(
         "\n{} — {} on {} ({}){}\n",
         r.name,
-        r.workload
-            .get("kind")
-            .and_then(|k| k.as_str())
-            .unwrap_or("?"),
+        r.workload_title(),
         r.target.url,
         r.target.server_version,
         if r.complete { "" } else { " — INCOMPLETE" }

@@ -3,6 +3,7 @@
 //! read them, and `schema/results.schema.json` (every test that writes results checks it)
 //! describes them.
 
+use crate::client::mode::QueryMode;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -568,6 +569,27 @@ pub struct Results {
 }
 
 impl Results {
+    /// The workload as a title says it: its kind, and how its statements were sent
+    /// ("point-select, prepared statements"); a replay sends them as its log recorded them.
+    pub fn workload_title(&self) -> String {
+        let kind = self
+            .workload
+            .get("kind")
+            .and_then(|k| k.as_str())
+            .unwrap_or("?");
+        if kind == "replay" {
+            return kind.to_string();
+        }
+        // Results from before the choice existed ran prepared.
+        let mode = self
+            .workload
+            .get("protocol")
+            .and_then(|p| p.as_str())
+            .and_then(|p| QueryMode::parse(p).ok())
+            .unwrap_or(QueryMode::Prepared);
+        format!("{kind}, {}", mode.words())
+    }
+
     /// Whether a variant is compared with nothing: its own baseline (in results written
     /// before `baseline` was recorded, the first variant). The one rule every view uses.
     pub fn is_baseline(&self, variant: &str) -> bool {

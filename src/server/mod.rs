@@ -18,6 +18,7 @@ pub mod value;
 
 use crate::client::connection::{DbError, Kind, Session};
 use crate::client::dial::Dialer;
+use crate::client::mode::QueryMode;
 pub use crate::error::ServerLost;
 use crate::error::usage;
 use crate::results::TargetInfo;
@@ -74,6 +75,33 @@ pub struct ServerConfig {
     pub cpus: crate::cpus::Choice,
 }
 
+/// A replay's statements left out for what they reach on the server (`replay_reach`).
+pub struct Reached {
+    /// The slice without them.
+    pub slice: Arc<crate::workload::replay::slice::Slice>,
+    /// How many.
+    pub left_out: u64,
+    /// The code they would have reached, and why it is left alone.
+    pub objects: Vec<String>,
+}
+
+impl Reached {
+    /// In words, for the dry run and the run's progress.
+    pub fn words(&self) -> String {
+        format!(
+            "left out {} that {} code on the server running with other rights than the \
+             replay's login (its read-only login and session do not hold there): {}",
+            crate::units::plural(self.left_out, "statement"),
+            if self.left_out == 1 {
+                "reaches"
+            } else {
+                "reach"
+            },
+            self.objects.join("; ")
+        )
+    }
+}
+
 /// Makes client connections, their workload's statements prepared; workers keep one to
 /// reconnect. It owns what it needs (no borrow of the server), so a worker stuck on a frozen
 /// server can be left behind while the run restores.
@@ -108,8 +136,9 @@ pub trait Engine: Send + Sync {
     /// A client connection in `schema` (None: no default database, for checks before dbtax's
     /// schema exists).
     fn session(&self, schema: Option<&str>) -> Result<Box<dyn Session>, DbError>;
-    /// What opens client sessions in `schema`, for the workers, as `login` when given.
-    fn dialer(&self, schema: &str, login: Option<&Login>) -> Arc<dyn Dialer>;
+    /// What opens client sessions in `schema`, for the workers, as `login` when given,
+    /// sending statements as `mode` says.
+    fn dialer(&self, schema: &str, login: Option<&Login>, mode: QueryMode) -> Arc<dyn Dialer>;
     /// An admin connection as `login`, in `schema` (to ask what that login may do there).
     fn admin_as(&self, schema: &str, login: &Login) -> Result<Box<dyn Admin>>;
     /// Refuse a workload this engine cannot run (bad input, before anything changes).
@@ -324,18 +353,23 @@ impl Server {
     /// Client sessions in dbtax's schema, as `login` when given (the load's way in, without
     /// a workload: the replay's locks are tested through it).
     pub fn client_dialer(&self, login: Option<&Login>) -> Arc<dyn Dialer> {
-        self.engine.dialer(&self.schema, login)
+        self.engine.dialer(&self.schema, login, QueryMode::Prepared)
     }
 
     /// Client connections for a prepared workload, in dbtax's schema.
     pub fn connector(&self, workload: &PreparedWorkload) -> Connector {
+        let mode = workload.workload.query_mode();
         Connector {
-            dialer: self.client_dialer(self.replay_login.as_ref()),
+            dialer: self
+                .engine
+                .dialer(&self.schema, self.replay_login.as_ref(), mode),
             workload: Arc::new(workload.clone()),
         }
     }
 
-    /// Create the workload's tables when absent, run its setup; progress goes to `say`.
+    /// Create the workload's tables when absent, run its setup; progress goes to `say`. A
+    /// replay's statements that reach code running with other rights are left out here
+    /// (`replay_reach`).
     pub fn prepare(
         &self,
         workload: &Workload,
@@ -343,9 +377,39 @@ impl Server {
     ) -> Result<PreparedWorkload> {
         workload.validate()?;
         self.check_statements(workload)?;
-        let prepared = self.engine.prepare(&self.schema, workload, say)?;
+        let mut prepared = self.engine.prepare(&self.schema, workload, say)?;
         self.check_queries(workload, true)?;
+        if let Some(reached) = self.replay_reach(workload)? {
+            say(&reached.words());
+            prepared.workload.slice = crate::workload::replay::slice::Loaded(Some(reached.slice));
+        }
         Ok(prepared)
+    }
+
+    /// A replay's statements that name a view, function or policy of this server whose code
+    /// runs with other rights than the replay's login and does more than read (the three
+    /// locks do not hold there): the slice without them, and what they reach. None: not a
+    /// replay, or no statement does.
+    pub fn replay_reach(&self, workload: &Workload) -> Result<Option<Reached>> {
+        let (Some(spec), Some(slice)) = (&workload.replay, &workload.slice.0) else {
+            return Ok(None);
+        };
+        let dialect = if self.engine().name == "mysql" {
+            crate::workload::replay::lex::Dialect::Mysql
+        } else {
+            crate::workload::replay::lex::Dialect::Postgres
+        };
+        let code = self.admin()?.server_code(&self.schema)?;
+        let objects =
+            crate::workload::replay::reach::unsafe_objects(&code, dialect, &spec.functions);
+        let Some(left) = slice.leave_out(&objects) else {
+            return Ok(None);
+        };
+        Ok(Some(Reached {
+            left_out: slice.stats.statements - left.stats.statements,
+            slice: Arc::new(left),
+            objects: objects.into_values().collect(),
+        }))
     }
 
     /// Check the workload before anything is created (preflight): a schema of dbtax's own,

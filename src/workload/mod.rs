@@ -11,6 +11,7 @@ pub mod replay;
 use crate::client::connection::{DbError, Kind, Session};
 use crate::client::dial::Connection;
 use crate::client::lean;
+use crate::client::mode::QueryMode;
 use crate::error::usage;
 use crate::rng::Rng;
 use anyhow::Result;
@@ -104,6 +105,12 @@ pub struct Workload {
     /// pgbench's scale factor when dbtax creates the pgbench tables (100,000 accounts each).
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub scale: u32,
+    /// How the clients send the statements (`--protocol`): their values written into the
+    /// text, or prepared on the server and executed with the values bound. A replay sends
+    /// each statement as its log recorded it. Results written before dbtax offered the
+    /// choice ran prepared.
+    #[serde(default = "prepared_before")]
+    pub protocol: QueryMode,
     /// Statements of the `query` workload, run in order as one event.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub queries: Vec<String>,
@@ -125,6 +132,7 @@ impl Default for Workload {
             tables: 4,
             table_size: 100_000,
             scale: 1,
+            protocol: QueryMode::default(),
             queries: vec![],
             setup: vec![],
             replay: None,
@@ -153,6 +161,12 @@ fn one() -> u32 {
 
 fn is_one(n: &u32) -> bool {
     *n == 1
+}
+
+/// A workload read from results that do not say how its statements were sent: dbtax
+/// prepared them before `--protocol`.
+fn prepared_before() -> QueryMode {
+    QueryMode::Prepared
 }
 
 impl PreparedWorkload {
@@ -221,6 +235,16 @@ impl Workload {
         Ok(())
     }
 
+    /// How the clients send this workload's statements: as `protocol` says, but a replay
+    /// prepares what its log shows prepared (and sends the rest one statement at a time).
+    pub fn query_mode(&self) -> QueryMode {
+        if self.kind == WorkloadKind::Replay {
+            QueryMode::Prepared
+        } else {
+            self.protocol
+        }
+    }
+
     /// Read the replay's slice (once): `span`, with a recorded pace, the recorded time the
     /// longest trial replays. A log that cannot be read is bad input.
     pub fn load_replay(&mut self, span: Option<std::time::Duration>) -> Result<()> {
@@ -286,7 +310,11 @@ impl Client {
     pub fn new(mut connection: Connection, w: &PreparedWorkload) -> Result<Client, DbError> {
         let s = connection.session();
         let script: Box<dyn Script> = match w.workload.kind {
-            WorkloadKind::Query => Box::new(query::QueryScript::new(&w.workload.queries)),
+            WorkloadKind::Query => Box::new(query::QueryScript::new(
+                s,
+                &w.workload.queries,
+                w.workload.protocol,
+            )?),
             WorkloadKind::Replay => match &w.workload.slice.0 {
                 Some(slice) => {
                     // The second lock: what the classifier missed fails on the server.

@@ -1,22 +1,48 @@
-//! The `query` workload: the user's statements in a loop over the simple (text) protocol, as
-//! mysqlslap and psql send them (so `select 1` measures what study 000 measured); its setup
+//! The `query` workload: the user's statements in a loop, over the simple (text) protocol as
+//! mysqlslap and psql send them (so `select 1` measures what study 000 measured), or, with a
+//! `--protocol` that prepares, prepared once per connection and executed; its setup
 //! statements; and the check that the server takes the statements before anything changes.
 
-use crate::client::connection::{DbError, Kind, Session};
+use crate::client::connection::{DbError, Kind, Session, Stmt};
+use crate::client::mode::QueryMode;
 use crate::error::usage;
 use anyhow::Result;
 
+/// One of the list's statements, as this connection sends it.
+enum Statement {
+    /// Over the simple protocol.
+    Text(String),
+    /// Prepared on this connection.
+    Prepared(Stmt),
+}
+
 /// Runs the statement list once per event.
 pub struct QueryScript {
-    statements: Vec<String>,
+    statements: Vec<Statement>,
 }
 
 impl QueryScript {
-    /// A script over these statements.
-    pub fn new(statements: &[String]) -> QueryScript {
-        QueryScript {
-            statements: statements.to_vec(),
-        }
+    /// A script over these statements, sent as `mode` says: a statement the server will not
+    /// prepare is sent as text.
+    pub fn new(
+        s: &mut dyn Session,
+        statements: &[String],
+        mode: QueryMode,
+    ) -> Result<QueryScript, DbError> {
+        let statements = statements
+            .iter()
+            .map(|q| {
+                if !mode.server_side() {
+                    return Ok(Statement::Text(q.clone()));
+                }
+                match s.prepare(q) {
+                    Ok(h) => Ok(Statement::Prepared(h)),
+                    Err(e) if e.kind == Kind::NotPreparable => Ok(Statement::Text(q.clone())),
+                    Err(e) => Err(e),
+                }
+            })
+            .collect::<Result<_, DbError>>()?;
+        Ok(QueryScript { statements })
     }
 }
 
@@ -24,7 +50,10 @@ impl super::Script for QueryScript {
     /// Every statement once.
     fn event(&mut self, s: &mut dyn Session, _rng: &mut crate::rng::Rng) -> Result<u32, DbError> {
         for q in &self.statements {
-            s.simple(q)?;
+            match q {
+                Statement::Text(sql) => s.simple(sql)?,
+                Statement::Prepared(h) => s.execute(*h, &[])?,
+            }
         }
         Ok(self.statements.len() as u32)
     }

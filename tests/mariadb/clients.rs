@@ -344,3 +344,89 @@ pub(crate) fn the_servers_own_logs_read_back_as_the_sessions_ran_them(ctx: &Ctx)
         "{whats:?}"
     );
 }
+
+/// The server's counters that tell how statements reached it.
+fn counters(ctx: &Ctx) -> std::collections::BTreeMap<String, f64> {
+    ctx.root()
+        .query::<(String, String), _>(
+            "SHOW GLOBAL STATUS WHERE Variable_name IN ('Com_select', 'Com_stmt_execute', \
+             'Com_stmt_prepare', 'Bytes_received', 'Bytes_sent')",
+        )
+        .unwrap()
+        .into_iter()
+        .map(|(k, v)| (k, v.parse().unwrap()))
+        .collect()
+}
+
+/// The server sees what an application's connector sends, in each `--protocol`: the text
+/// mode's statements arrive as COM_QUERY with their values (as Connector/J's and PDO's do),
+/// the prepared ones as executions carrying their parameter types only the first time (as
+/// libmariadb's, 24 bytes a point select, not 26: the server set the conversions up again at
+/// every execution when they came each time), and without the metadata cache the server
+/// sends every execution's column definition again.
+pub(crate) fn each_protocol_sends_what_its_connector_sends(ctx: &Ctx) {
+    // dbtax's own checks before the load (a few statements, some prepared) are a rounding
+    // error beside this many.
+    const N: f64 = 20000.0;
+    let url = ctx.url("dbtax");
+    let mut sent = std::collections::BTreeMap::new();
+    for mode in ["text", "prepared", "prepared-uncached"] {
+        let before = counters(ctx);
+        let v = json_of(&ctx.run(&[
+            "bench",
+            "--target",
+            &url,
+            "-w",
+            "point-select",
+            "--tables",
+            "2",
+            "--table-size",
+            "1000",
+            "--threads",
+            "2",
+            "--queries",
+            "20000",
+            "--warmup",
+            "0s",
+            "--protocol",
+            mode,
+            "--json",
+        ]));
+        let after = counters(ctx);
+        let d = |k: &str| after[k] - before[k];
+        assert_eq!(v["workload"]["protocol"], mode, "{v}");
+        assert_eq!(v["errors"], 0, "{mode}: {v}");
+        if mode == "text" {
+            assert!(d("Com_select") >= N, "{mode}: {}", d("Com_select"));
+            assert!(
+                d("Com_stmt_execute") < 100.0,
+                "{mode}: {}",
+                d("Com_stmt_execute")
+            );
+        } else {
+            assert!(
+                d("Com_stmt_execute") >= N,
+                "{mode}: {}",
+                d("Com_stmt_execute")
+            );
+            assert!(
+                d("Com_stmt_prepare") < 100.0,
+                "{mode}: {}",
+                d("Com_stmt_prepare")
+            );
+            let received = d("Bytes_received") / N;
+            assert!(
+                (24.0..25.0).contains(&received),
+                "{mode}: {received} bytes a query"
+            );
+        }
+        sent.insert(mode, d("Bytes_sent") / N);
+    }
+    // The cached definitions are the difference: a column definition, some 40 bytes.
+    let saved = sent["prepared-uncached"] - sent["prepared"];
+    assert!((30.0..80.0).contains(&saved), "{sent:?}");
+    // PostgreSQL's mode is bad input here, before anything happens.
+    let o = ctx.run(&["bench", "--target", &url, "--protocol", "extended"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("PostgreSQL's"), "{}", text(&o));
+}

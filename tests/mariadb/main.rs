@@ -170,6 +170,7 @@ fn main() {
         disturbance::the_quick_demo_reports_server_cpu_at_its_headline_and_no_other_clients,
         clients::the_lean_clients_survive_big_rows_errors_and_killed_connections,
         clients::the_lean_client_logs_in_with_a_password_over_tcp,
+        clients::each_protocol_sends_what_its_connector_sends,
         clients::connections_killed_while_the_server_refuses_new_ones_come_back,
         clients::idle_connections_the_server_closes_are_made_again,
         clients::the_servers_own_logs_read_back_as_the_sessions_ran_them,
@@ -179,6 +180,7 @@ fn main() {
         replay::a_2_gb_log_replays_in_bounded_memory,
         locks::a_replay_of_harmful_statements_changes_nothing,
         locks::the_session_and_the_login_refuse_what_the_classifier_would_miss,
+        locks::production_code_and_sql_modes_do_not_get_past_the_locks,
         ],
         || {
             let port = common::free_port();

@@ -214,3 +214,70 @@ pub(crate) fn a_tls_url_is_spoken_by_every_connection(ctx: &Ctx) {
     }
     drop(server);
 }
+
+/// The server sees what libpq sends in each of pgbench's modes (`--protocol`): the text mode's
+/// simple Query with the value written in (pgbench -M simple), the prepared statement parsed
+/// once and executed by name (-M prepared, its row description asked for each time as
+/// libpq's Describe does), the unnamed statement parsed at every execution (-M extended). The
+/// server's own log, at log_statement = all for this database only, says which it ran.
+pub(crate) fn each_protocol_sends_what_libpq_sends(ctx: &Ctx) {
+    let mut c = ctx.sql("postgres");
+    c.batch_execute("CREATE DATABASE t_modes").unwrap();
+    c.batch_execute("ALTER DATABASE t_modes SET log_statement = 'all'")
+        .unwrap();
+    let log = ctx.server.datadir().join("log/postgresql.log");
+    let select = "SELECT abalance FROM pgbench_accounts WHERE aid = ";
+    for (mode, ran) in [
+        ("text", format!("statement: {select}")),
+        ("prepared", format!("execute s0: {select}$1")),
+        ("extended", format!("execute <unnamed>: {select}$1")),
+    ] {
+        let from = std::fs::metadata(&log).unwrap().len();
+        let v = json_of(&ctx.run(&[
+            "bench",
+            "--target",
+            &ctx.url("t_modes"),
+            "-w",
+            "select-only",
+            "--threads",
+            "2",
+            "--queries",
+            "500",
+            "--warmup",
+            "0s",
+            "--protocol",
+            mode,
+            "--json",
+        ]));
+        assert_eq!(v["workload"]["protocol"], mode, "{v}");
+        assert_eq!(v["errors"], 0, "{mode}: {v}");
+        let bytes = std::fs::read(&log).unwrap();
+        let logged = String::from_utf8_lossy(&bytes[from as usize..]);
+        let lines: Vec<&str> = logged.lines().filter(|l| l.contains(select)).collect();
+        let as_asked = lines.iter().filter(|l| l.contains(&ran)).count();
+        assert!(
+            as_asked >= 500,
+            "{mode}: {as_asked} of {} lines",
+            lines.len()
+        );
+        if mode == "text" {
+            // The value is in the statement, a number where the placeholder was.
+            assert!(
+                lines.iter().all(|l| l
+                    .split(select)
+                    .nth(1)
+                    .is_some_and(|v| v.trim().parse::<u64>().is_ok())),
+                "{}",
+                lines[0]
+            );
+        }
+    }
+    let o = ctx.run(&[
+        "bench",
+        "--target",
+        &ctx.url("t_modes"),
+        "--protocol",
+        "prepared-uncached",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+}

@@ -563,10 +563,14 @@ fn dbtax_scenarios() -> &'static [common::Scenario<Ctx>] {
         breaks::a_restart_only_setting_left_running_is_named_then_finished,
         clients::the_lean_client_survives_big_rows_errors_and_terminated_backends,
         clients::the_lean_client_logs_in_with_password_md5_and_scram,
+        clients::each_protocol_sends_what_libpq_sends,
         clients::a_tls_url_is_spoken_by_every_connection,
         replay::a_captured_statement_log_replays_with_its_cost_per_statement,
         replay::a_capture_by_dbtax_replays_and_leaves_the_conf_as_found,
+        replay::a_capture_of_a_pool_in_csvlog_past_idle_session_timeout,
         locks::a_replay_of_harmful_statements_changes_nothing,
         locks::the_session_and_the_login_refuse_what_the_classifier_would_miss,
+        locks::definer_code_and_quoted_settings_do_not_get_past_the_locks,
+        locks::a_restore_drops_what_the_temporary_role_owns,
     ]
 }

@@ -18,6 +18,7 @@ use super::url::TargetSpec;
 use super::{Admin, Engine, ManagedConfig, ServerLost};
 use crate::client::connection::{DbError, Session};
 use crate::client::dial::Dialer;
+use crate::client::mode::QueryMode;
 use crate::error::usage;
 use crate::workload::{PreparedWorkload, Workload, WorkloadKind};
 use managed::ManagedServer;
@@ -120,6 +121,10 @@ pub struct MysqlEngine {
 /// How long an admin statement may wait on a server that does not answer (a frozen or
 /// half-dead server must not hang dbtax, or its Ctrl-C, forever).
 const ADMIN_TIMEOUT: Duration = Duration::from_secs(20);
+/// Run on every admin connection: its idle limit the longest the server allows (a year),
+/// whatever the server's wait_timeout for others.
+const KEEP_ADMIN_ALIVE: &str =
+    "SET SESSION wait_timeout = 31536000, SESSION interactive_timeout = 31536000";
 /// The same for a client's statement; longer, since a user's query may be slow.
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -141,8 +146,17 @@ impl MysqlEngine {
             .clone()
             .db_name(schema.map(str::to_string))
             .read_timeout(Some(ADMIN_TIMEOUT))
-            .write_timeout(Some(ADMIN_TIMEOUT));
-        ::mysql::Conn::new(opts).map_err(db_error)
+            .write_timeout(Some(ADMIN_TIMEOUT))
+            // An admin connection waits through whole trials and captures, longer than a
+            // production server's wait_timeout (often a minute or a few): one the server
+            // closed would take the run lock with it and leave the settings unwatched.
+            .init(vec![KEEP_ADMIN_ALIVE]);
+        let mut conn = ::mysql::Conn::new(opts).map_err(db_error)?;
+        // dbtax's own statements stay out of the general log it may switch on (a capture's
+        // file holds the application's statements only). A login without the privilege
+        // logs them: no error.
+        let _ = conn.query_drop("SET SESSION sql_log_off = 1");
+        Ok(conn)
     }
 
     /// Create dbtax's schema when absent. The only DDL dbtax runs outside its tables.
@@ -182,7 +196,12 @@ impl Engine for MysqlEngine {
     }
 
     /// The workers' clients: the lean protocol client (`wire`).
-    fn dialer(&self, schema: &str, login: Option<&super::Login>) -> Arc<dyn Dialer> {
+    fn dialer(
+        &self,
+        schema: &str,
+        login: Option<&super::Login>,
+        mode: QueryMode,
+    ) -> Arc<dyn Dialer> {
         let mut opts = self.client_opts(Some(schema));
         if let Some(l) = login {
             opts = ::mysql::OptsBuilder::from_opts(opts)
@@ -192,6 +211,7 @@ impl Engine for MysqlEngine {
         }
         Arc::new(wire::MyWireDialer {
             opts,
+            mode,
             timeout: CLIENT_TIMEOUT,
         })
     }
@@ -224,6 +244,13 @@ impl Engine for MysqlEngine {
                  Nothing was changed",
                 workload.kind.name()
             )));
+        }
+        if workload.protocol == QueryMode::Extended {
+            return Err(usage(
+                "--protocol extended is PostgreSQL's (the unnamed statement parsed at every \
+                 execution); on MariaDB/MySQL choose text, prepared or prepared-uncached. \
+                 Nothing was changed",
+            ));
         }
         Ok(())
     }

@@ -1,13 +1,20 @@
 //! The MySQL family's lean load client: the client/server protocol over a plain socket, the
 //! handshake's packets and password scrambles from `mysql_common` (the crate the mysql
-//! driver is built on), as sysbench speaks it: each statement prepared once per connection
-//! (COM_STMT_PREPARE), one COM_STMT_EXECUTE per query (integers as BIGINT, text as strings),
-//! BEGIN and COMMIT as text; answers read to their last EOF, rows skipped where they arrive.
-//! Login: mysql_native_password and caching_sha2_password (fast path; the full path sends the
+//! driver is built on), sending what libmariadb sends for the same calls. In the text mode
+//! (`QueryMode::Text`) each execution is one COM_QUERY with its values written in, as
+//! mysql_query() after a connector's own escaping; prepared, each statement is prepared once
+//! per connection (COM_STMT_PREPARE) and run with one COM_STMT_EXECUTE per query (integers as
+//! BIGINT, text as strings, the parameter types with a statement's first execution only, as
+//! libmariadb's mysql_stmt_execute sends them); BEGIN and COMMIT as text. The handshake
+//! declares what libmariadb declares that the server feels per query (session tracking,
+//! MariaDB's metadata cache unless `PreparedUncached`), never multi-statements or LOCAL
+//! INFILE. Answers are read to their last EOF, rows skipped where they arrive. Login:
+//! mysql_native_password and caching_sha2_password (fast path; the full path sends the
 //! password over a unix socket, RSA-encrypted over TCP), with an auth switch when asked.
 
 use crate::client::connection::{DbError, Kind, Stmt, Value};
 use crate::client::lean::{Conn, Protocol, Request, Step, Stream, io_lost, lost, skip_on};
+use crate::client::mode::{QueryMode, Template, write_int};
 use mysql_common::constants::{CapabilityFlags, MariadbCapabilities};
 use mysql_common::io::ParseBuf;
 use mysql_common::packets::{AuthPlugin, HandshakePacket, HandshakeResponse};
@@ -35,10 +42,31 @@ enum State {
     Rows,
 }
 
+/// A statement of the session, by its handle.
+#[derive(Debug)]
+enum Statement {
+    /// Prepared on the server.
+    Server {
+        /// The server's id for it.
+        id: u32,
+        /// Its placeholders.
+        params: u16,
+        /// Its parameters' types as last sent (empty: not sent yet). libmariadb and
+        /// libmysqlclient send them with a statement's first execution and again only when
+        /// the application binds other types; the server sets up its conversions again
+        /// whenever they come.
+        sent_types: Vec<u8>,
+    },
+    /// The text mode's: written out with its values at each execution.
+    Text(Template),
+}
+
 /// The lean client's protocol state.
 pub struct MyWire {
-    /// Prepared statements: (server id, parameters).
-    statements: Vec<(u32, u16)>,
+    /// How the workload's statements are sent.
+    mode: QueryMode,
+    /// The session's statements, by handle.
+    statements: Vec<Statement>,
 
     request: Request,
     state: State,
@@ -124,8 +152,9 @@ fn error_of(p: &[u8]) -> DbError {
 }
 
 impl MyWire {
-    fn new(cache_metadata: bool) -> MyWire {
+    fn new(mode: QueryMode, cache_metadata: bool) -> MyWire {
         MyWire {
+            mode,
             statements: vec![],
             request: Request::Run,
             state: State::First,
@@ -141,12 +170,16 @@ impl MyWire {
         let first = p.first().copied().unwrap_or(0);
         let status = |at: usize| u16::from_le_bytes([p[at], p[at + 1]]);
         match self.state {
-            State::First if first == 0xFF => Some(Err(error_of(p))),
+            State::First if first == 0xFF => Some(Err(self.failed(p))),
             State::First if self.request == Request::Prepare && first == 0x00 && p.len() >= 12 => {
                 let id = u32::from_le_bytes([p[1], p[2], p[3], p[4]]);
                 let columns = u64::from(u16::from_le_bytes([p[5], p[6]]));
                 let params = u16::from_le_bytes([p[7], p[8]]);
-                self.statements.push((id, params));
+                self.statements.push(Statement::Server {
+                    id,
+                    params,
+                    sent_types: vec![],
+                });
                 let defs = |n: u64| if n > 0 { n + 1 } else { 0 };
                 let left = defs(u64::from(params)) + defs(columns);
                 if left == 0 {
@@ -192,12 +225,75 @@ impl MyWire {
                 };
                 None
             }
-            State::Rows if first == 0xFF => Some(Err(error_of(p))),
+            State::Rows if first == 0xFF => Some(Err(self.failed(p))),
             State::Rows => {
                 // The EOF after the rows (a row never starts with 0xFE below 9 bytes).
                 let more = p.len() >= 5 && status(3) & MORE_RESULTS != 0;
                 self.state = State::First;
                 (!more).then_some(Ok(()))
+            }
+        }
+    }
+
+    /// An ERR packet ends the answer. Requests encoded ahead of this one and never sent
+    /// (the rest of an event) may have been the ones to carry a statement's types: every
+    /// statement sends them again with its next execution.
+    fn failed(&mut self, p: &[u8]) -> DbError {
+        for s in &mut self.statements {
+            if let Statement::Server { sent_types, .. } = s {
+                sent_types.clear();
+            }
+        }
+        error_of(p)
+    }
+
+    /// A prepared statement's execution (COM_STMT_EXECUTE) into `b`, a packet's payload.
+    fn execute_prepared(&mut self, stmt: Stmt, params: &[Value<'_>], b: &mut Vec<u8>) {
+        let Statement::Server {
+            id,
+            params: n,
+            sent_types,
+        } = &mut self.statements[stmt]
+        else {
+            return;
+        };
+        b.push(COM_STMT_EXECUTE);
+        b.extend_from_slice(&id.to_le_bytes());
+        b.push(0); // no cursor
+        b.extend_from_slice(&1u32.to_le_bytes());
+        if *n == 0 {
+            return;
+        }
+        let nulls = b.len();
+        b.extend(std::iter::repeat_n(0u8, params.len().div_ceil(8)));
+        for (i, p) in params.iter().enumerate() {
+            if *p == Value::Null {
+                b[nulls + i / 8] |= 1 << (i % 8);
+            }
+        }
+        let types = params.iter().map(|p| match p {
+            Value::Int(_) => 0x08,  // LONGLONG
+            Value::Text(_) => 0xFD, // VAR_STRING
+            Value::Null => 0x06,    // NULL
+        });
+        if sent_types.iter().copied().eq(types.clone()) {
+            b.push(0); // the types sent before still hold
+        } else {
+            sent_types.clear();
+            sent_types.extend(types);
+            b.push(1); // types follow: type and flags (signed) per parameter
+            for &ty in sent_types.iter() {
+                b.extend_from_slice(&[ty, 0]);
+            }
+        }
+        for p in params {
+            match *p {
+                Value::Int(i) => b.extend_from_slice(&i.to_le_bytes()),
+                Value::Text(s) => {
+                    lenenc(b, s.len() as u64);
+                    b.extend_from_slice(s.as_bytes());
+                }
+                Value::Null => {}
             }
         }
     }
@@ -219,40 +315,12 @@ impl Protocol for MyWire {
     }
 
     fn execute(&mut self, stmt: Stmt, params: &[Value<'_>], out: &mut Vec<u8>) {
-        let (id, n) = self.statements[stmt];
-        packet(out, |b| {
-            b.push(COM_STMT_EXECUTE);
-            b.extend_from_slice(&id.to_le_bytes());
-            b.push(0); // no cursor
-            b.extend_from_slice(&1u32.to_le_bytes());
-            if n > 0 {
-                let nulls = b.len();
-                b.extend(std::iter::repeat_n(0u8, params.len().div_ceil(8)));
-                for (i, p) in params.iter().enumerate() {
-                    if *p == Value::Null {
-                        b[nulls + i / 8] |= 1 << (i % 8);
-                    }
-                }
-                b.push(1); // types follow (sending them once changed nothing measurable)
-                for p in params {
-                    let ty = match p {
-                        Value::Int(_) => 0x08,  // LONGLONG
-                        Value::Text(_) => 0xFD, // VAR_STRING
-                        Value::Null => 0x06,    // NULL
-                    };
-                    b.extend_from_slice(&[ty, 0]);
-                }
-                for p in params {
-                    match *p {
-                        Value::Int(i) => b.extend_from_slice(&i.to_le_bytes()),
-                        Value::Text(s) => {
-                            lenenc(b, s.len() as u64);
-                            b.extend_from_slice(s.as_bytes());
-                        }
-                        Value::Null => {}
-                    }
-                }
+        packet(out, |b| match &self.statements[stmt] {
+            Statement::Text(t) => {
+                b.push(COM_QUERY);
+                t.render(params, literal, b);
             }
+            Statement::Server { .. } => self.execute_prepared(stmt, params, b),
         });
     }
 
@@ -264,6 +332,14 @@ impl Protocol for MyWire {
     }
 
     fn prepare(&mut self, sql: &str, out: &mut Vec<u8>) {
+        if self.mode == QueryMode::Text {
+            self.statements.push(Statement::Text(Template::new(sql)));
+        } else {
+            self.prepare_as_is(sql, out);
+        }
+    }
+
+    fn prepare_as_is(&mut self, sql: &str, out: &mut Vec<u8>) {
         packet(out, |b| {
             b.push(COM_STMT_PREPARE);
             b.extend_from_slice(sql.as_bytes());
@@ -328,6 +404,34 @@ impl Protocol for MyWire {
     }
 }
 
+/// A value as a literal in a statement's text, as a connector that emulates prepared
+/// statements writes it: a string in single quotes (doubled inside), or, when it holds a
+/// backslash or a NUL, in hexadecimal, whose meaning no SQL mode changes (a backslash escapes
+/// in single quotes unless NO_BACKSLASH_ESCAPES is set).
+fn literal(v: &Value<'_>, out: &mut Vec<u8>) {
+    match *v {
+        Value::Int(i) => write_int(i, out),
+        Value::Null => out.extend_from_slice(b"NULL"),
+        Value::Text(s) if s.bytes().any(|b| b == b'\\' || b == 0) => {
+            out.extend_from_slice(b"X'");
+            for b in s.bytes() {
+                out.extend_from_slice(format!("{b:02x}").as_bytes());
+            }
+            out.push(b'\'');
+        }
+        Value::Text(s) => {
+            out.push(b'\'');
+            for b in s.bytes() {
+                if b == b'\'' {
+                    out.push(b'\'');
+                }
+                out.push(b);
+            }
+            out.push(b'\'');
+        }
+    }
+}
+
 /// Read one packet while logging in: (sequence id, payload).
 fn read_packet(s: &mut Stream) -> std::io::Result<(u8, Vec<u8>)> {
     let mut head = [0u8; 4];
@@ -353,8 +457,9 @@ fn refused(message: impl Into<String>) -> DbError {
     }
 }
 
-/// Open a lean connection as `opts` say (socket, else TCP; no TLS) and log in.
-pub fn connect(opts: &mysql::Opts, timeout: Duration) -> Result<Conn, DbError> {
+/// Open a lean connection as `opts` say (socket, else TCP; no TLS) and log in; its
+/// statements are sent as `mode` says.
+pub fn connect(opts: &mysql::Opts, mode: QueryMode, timeout: Duration) -> Result<Conn, DbError> {
     let wait = opts
         .get_tcp_connect_timeout()
         .unwrap_or(Duration::from_secs(20));
@@ -382,6 +487,8 @@ pub fn connect(opts: &mysql::Opts, timeout: Duration) -> Result<Conn, DbError> {
         | CapabilityFlags::CLIENT_TRANSACTIONS
         | CapabilityFlags::CLIENT_MULTI_RESULTS
         | CapabilityFlags::CLIENT_PS_MULTI_RESULTS
+        | CapabilityFlags::CLIENT_SESSION_TRACK
+        | CapabilityFlags::CLIENT_CONNECT_ATTRS
         | if db.is_some() {
             CapabilityFlags::CLIENT_CONNECT_WITH_DB
         } else {
@@ -390,10 +497,11 @@ pub fn connect(opts: &mysql::Opts, timeout: Duration) -> Result<Conn, DbError> {
     let caps = wanted & hs.capabilities();
     // A MariaDB server (it clears CLIENT_MYSQL, the long-password bit) keeps an executed
     // statement's column definitions to itself once the client has them: less work per query
-    // for it, as for sysbench's libmariadb.
-    let cache = if hs
-        .capabilities()
-        .contains(CapabilityFlags::CLIENT_LONG_PASSWORD)
+    // for it, as for sysbench's libmariadb (not for libmysqlclient: `PreparedUncached`).
+    let cache = if mode == QueryMode::PreparedUncached
+        || hs
+            .capabilities()
+            .contains(CapabilityFlags::CLIENT_LONG_PASSWORD)
     {
         MariadbCapabilities::empty()
     } else {
@@ -416,7 +524,7 @@ pub fn connect(opts: &mysql::Opts, timeout: Duration) -> Result<Conn, DbError> {
         db.map(str::as_bytes),
         Some(plugin.clone()),
         caps,
-        None,
+        Some(connect_attributes()),
         16 * 1024 * 1024,
     )
     .with_mariadb_ext_capabilities(cache);
@@ -476,15 +584,30 @@ pub fn connect(opts: &mysql::Opts, timeout: Duration) -> Result<Conn, DbError> {
     }
     Ok(Conn::new(
         s,
-        Box::new(MyWire::new(!cache.is_empty())),
+        Box::new(MyWire::new(mode, !cache.is_empty())),
         timeout,
     ))
+}
+
+/// What the session tells the server about its client (performance_schema's
+/// session_connect_attrs shows it): dbtax's sessions can be told from an application's.
+fn connect_attributes() -> std::collections::HashMap<String, String> {
+    [
+        ("_client_name", "dbtax"),
+        ("_client_version", env!("CARGO_PKG_VERSION")),
+        ("program_name", "dbtax"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect()
 }
 
 /// Lean sessions with these options (the workers' clients).
 pub struct MyWireDialer {
     /// Where, who, which database.
     pub opts: mysql::Opts,
+    /// How the workload's statements are sent.
+    pub mode: QueryMode,
     /// How long an answer may take.
     pub timeout: Duration,
 }
@@ -493,6 +616,7 @@ impl crate::client::dial::Dialer for MyWireDialer {
     fn dial(&self) -> Result<crate::client::dial::Connection, DbError> {
         Ok(crate::client::dial::Connection::Lean(connect(
             &self.opts,
+            self.mode,
             self.timeout,
         )?))
     }

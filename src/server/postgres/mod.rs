@@ -20,6 +20,7 @@ use super::url::TargetSpec;
 use super::{Admin, Engine, ManagedConfig, ServerLost};
 use crate::client::connection::{DbError, Session};
 use crate::client::dial::Dialer;
+use crate::client::mode::QueryMode;
 use crate::error::usage;
 use crate::workload::{PreparedWorkload, Workload, WorkloadKind};
 use anyhow::Result;
@@ -151,9 +152,15 @@ impl PgEngine {
         c
     }
 
-    /// A connection to a database.
+    /// A connection to a database. Its idle limits are lifted for it (dbtax's connections
+    /// wait through whole trials and captures, longer than a production server's
+    /// idle_session_timeout may allow); a server older than the setting (before 14) has no
+    /// such limit and refuses the name, which is no error.
     fn connect(&self, db: &str) -> Result<postgres::Client, postgres::Error> {
-        connect_with(&self.config(db), self.tls.as_ref())
+        let mut c = connect_with(&self.config(db), self.tls.as_ref())?;
+        let _ = c.batch_execute("SET idle_session_timeout = 0");
+        let _ = c.batch_execute("SET idle_in_transaction_session_timeout = 0");
+        Ok(c)
     }
 
     /// An admin connection: to the maintenance database, else the URL's.
@@ -198,6 +205,17 @@ impl Engine for PgEngine {
         catalog::lookup(name)
     }
 
+    fn accepts(&self, workload: &Workload) -> Result<()> {
+        if workload.protocol == QueryMode::PreparedUncached {
+            return Err(usage(
+                "--protocol prepared-uncached is the MySQL family's (prepared statements \
+                 without MariaDB's metadata cache); on PostgreSQL choose text, prepared or \
+                 extended. Nothing was changed",
+            ));
+        }
+        Ok(())
+    }
+
     fn admin_as(&self, schema: &str, login: &super::Login) -> Result<Box<dyn Admin>> {
         let mut config = self.config(schema);
         config.user(&login.user).password(&login.password);
@@ -239,13 +257,19 @@ impl Engine for PgEngine {
     }
 
     /// The workers' clients: the lean protocol client (`wire`).
-    fn dialer(&self, schema: &str, login: Option<&super::Login>) -> Arc<dyn Dialer> {
+    fn dialer(
+        &self,
+        schema: &str,
+        login: Option<&super::Login>,
+        mode: QueryMode,
+    ) -> Arc<dyn Dialer> {
         let mut config = self.config(schema);
         if let Some(l) = login {
             config.user(&l.user).password(&l.password);
         }
         Arc::new(wire::PgWireDialer {
             config,
+            mode,
             timeout: CLIENT_TIMEOUT,
             tls: self.tls.clone(),
         })

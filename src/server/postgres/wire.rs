@@ -1,13 +1,18 @@
 //! PostgreSQL's lean load client: the frontend/backend protocol over a plain socket, messages
-//! encoded by `postgres-protocol` (the crate rust-postgres is built on), as pgbench -M
-//! prepared speaks it: each statement parsed once per connection (BEGIN and COMMIT too), then
-//! per query one write of Bind + Execute + Sync with the parameters as text (the server
-//! infers their types, as with libpq), and reads until ReadyForQuery; rows skipped where they
-//! arrive. Login: trust, password, md5 and SCRAM-SHA-256; TLS when the URL asks (`tls`).
+//! encoded by `postgres-protocol` (the crate rust-postgres is built on), sending what libpq
+//! sends for the same calls, in pgbench's three modes (`QueryMode`): text, one simple Query
+//! with the values written in (pgbench -M simple, PQexec); prepared, each statement parsed
+//! once per connection (BEGIN and COMMIT too) and then per query one write of Bind, Describe,
+//! Execute and Sync with the parameters as text (the server infers their types), as
+//! PQexecPrepared sends it (pgbench -M prepared); extended, the unnamed statement parsed with
+//! each execution (PQexecParams, pgbench -M extended). Answers are read until ReadyForQuery;
+//! rows skipped where they arrive. Login: trust, password, md5 and SCRAM-SHA-256; TLS when
+//! the URL asks (`tls`).
 
 use super::tls::Tls;
 use crate::client::connection::{DbError, Kind, Stmt, Value};
 use crate::client::lean::{Conn, Protocol, Request, Step, Stream, io_lost, lost, skip_on};
+use crate::client::mode::{QueryMode, Template, write_int};
 use bytes::BytesMut;
 use postgres::config::Host;
 use postgres_protocol::authentication::{md5_hash, sasl};
@@ -16,10 +21,23 @@ use rustls::pki_types::ServerName;
 use std::io::{Read, Write};
 use std::time::Duration;
 
+/// A statement of the session, by its handle.
+#[derive(Debug)]
+enum Statement {
+    /// Parsed once on the server under this name (`s0`, `s1`…).
+    Named(String),
+    /// Parsed as the unnamed statement with every execution: its text, `$n` placeholders.
+    Unnamed(String),
+    /// The text mode's: written out with its values at each execution.
+    Text(Template),
+}
+
 /// The lean client's protocol state.
 pub struct PgWire {
-    /// Statement names, by handle: `s0`, `s1`…
-    names: Vec<String>,
+    /// How the workload's statements are sent.
+    mode: QueryMode,
+    /// The session's statements, by handle.
+    statements: Vec<Statement>,
     scratch: BytesMut,
     /// Bytes of the current message still to skip (a row larger than what has arrived).
     skip: usize,
@@ -27,14 +45,15 @@ pub struct PgWire {
     error: Option<DbError>,
 }
 
-/// BEGIN and COMMIT, prepared at login.
+/// BEGIN and COMMIT, prepared at login in the prepared mode.
 const BEGIN: &str = "b";
 const COMMIT: &str = "c";
 
 impl PgWire {
-    fn new() -> PgWire {
+    fn new(mode: QueryMode) -> PgWire {
         PgWire {
-            names: vec![],
+            mode,
+            statements: vec![],
             scratch: BytesMut::with_capacity(256),
             skip: 0,
             error: None,
@@ -48,8 +67,11 @@ fn flush_into(buf: &mut BytesMut, out: &mut Vec<u8>) {
     buf.clear();
 }
 
-/// Bind + Execute + Sync of a named statement, text parameters, into `buf`, then `out`.
-fn run(buf: &mut BytesMut, name: &str, params: &[Value<'_>], out: &mut Vec<u8>) {
+/// Bind + Execute + Sync of a statement (`name`; "" the unnamed one), text parameters, into
+/// `buf`, then `out`. `describe`: as libpq, Bind asks for the results as text in one format
+/// code and a Describe of the portal follows it (the server then sends the row description
+/// with every execution).
+fn run(buf: &mut BytesMut, name: &str, params: &[Value<'_>], describe: bool, out: &mut Vec<u8>) {
     let bound = frontend::bind(
         "",
         name,
@@ -63,13 +85,40 @@ fn run(buf: &mut BytesMut, name: &str, params: &[Value<'_>], out: &mut Vec<u8>) 
             }
             Ok(postgres_protocol::IsNull::No)
         },
-        std::iter::empty(),
+        describe.then_some(0i16),
         buf,
     );
     debug_assert!(bound.is_ok(), "text parameters always encode");
+    if describe {
+        let _ = frontend::describe(b'P', "", buf);
+    }
     let _ = frontend::execute("", 0, buf);
     frontend::sync(buf);
     flush_into(buf, out);
+}
+
+/// A value as a literal in a statement's text, as libpq's PQescapeLiteral writes it: in
+/// single quotes (doubled inside), as an escape string (E'...', backslashes doubled) when it
+/// holds a backslash, whatever standard_conforming_strings says.
+fn literal(v: &Value<'_>, out: &mut Vec<u8>) {
+    match *v {
+        Value::Int(i) => write_int(i, out),
+        Value::Null => out.extend_from_slice(b"NULL"),
+        Value::Text(s) => {
+            let escape = s.contains('\\');
+            if escape {
+                out.push(b'E');
+            }
+            out.push(b'\'');
+            for b in s.bytes() {
+                if b == b'\'' || (escape && b == b'\\') {
+                    out.push(b);
+                }
+                out.push(b);
+            }
+            out.push(b'\'');
+        }
+    }
 }
 
 /// An ErrorResponse's fields as a `DbError` ("message (SQLSTATE code)"); FATAL and PANIC
@@ -99,20 +148,50 @@ fn error_of(body: &[u8]) -> DbError {
     }
 }
 
+impl PgWire {
+    /// A statement's text sent as one simple Query, into `out`.
+    fn query(&mut self, sql: &[u8], out: &mut Vec<u8>) {
+        let _ = frontend::query(&String::from_utf8_lossy(sql), &mut self.scratch);
+        flush_into(&mut self.scratch, out);
+    }
+
+    /// BEGIN or COMMIT (`name`: its statement parsed at login) as this mode sends it.
+    fn control(&mut self, name: &str, sql: &str, out: &mut Vec<u8>) {
+        match self.mode {
+            QueryMode::Text | QueryMode::PreparedUncached => self.query(sql.as_bytes(), out),
+            QueryMode::Prepared => run(&mut self.scratch, name, &[], true, out),
+            QueryMode::Extended => {
+                let _ = frontend::parse("", sql, std::iter::empty(), &mut self.scratch);
+                run(&mut self.scratch, "", &[], true, out);
+            }
+        }
+    }
+}
+
 impl Protocol for PgWire {
     fn execute(&mut self, stmt: Stmt, params: &[Value<'_>], out: &mut Vec<u8>) {
-        run(&mut self.scratch, &self.names[stmt], params, out);
+        match &self.statements[stmt] {
+            Statement::Named(name) => run(&mut self.scratch, name, params, true, out),
+            Statement::Unnamed(sql) => {
+                let _ = frontend::parse("", sql, std::iter::empty(), &mut self.scratch);
+                run(&mut self.scratch, "", params, true, out);
+            }
+            Statement::Text(t) => {
+                let mut sql = Vec::with_capacity(128);
+                t.render(params, literal, &mut sql);
+                self.query(&sql, out);
+            }
+        }
     }
 
     fn simple(&mut self, sql: &str, out: &mut Vec<u8>) {
-        let _ = frontend::query(sql, &mut self.scratch);
-        flush_into(&mut self.scratch, out);
+        self.query(sql.as_bytes(), out);
     }
 
     fn statement(&mut self, sql: &str, out: &mut Vec<u8>) {
         // The unnamed statement: Parse + Bind + Execute + Sync, one statement or an error.
         let _ = frontend::parse("", sql, std::iter::empty(), &mut self.scratch);
-        run(&mut self.scratch, "", &[], out);
+        run(&mut self.scratch, "", &[], false, out);
     }
 
     fn read_only_sql(&self) -> &'static str {
@@ -120,23 +199,34 @@ impl Protocol for PgWire {
     }
 
     fn prepare(&mut self, sql: &str, out: &mut Vec<u8>) {
-        self.prepare_as_is(&super::driver::number_placeholders(sql), out);
+        match self.mode {
+            QueryMode::Text | QueryMode::PreparedUncached => {
+                self.statements.push(Statement::Text(Template::new(sql)));
+            }
+            QueryMode::Extended => {
+                let numbered = super::driver::number_placeholders(sql);
+                self.statements.push(Statement::Unnamed(numbered));
+            }
+            QueryMode::Prepared => {
+                self.prepare_as_is(&super::driver::number_placeholders(sql), out);
+            }
+        }
     }
 
     fn prepare_as_is(&mut self, sql: &str, out: &mut Vec<u8>) {
-        let name = format!("s{}", self.names.len());
+        let name = format!("s{}", self.statements.len());
         let _ = frontend::parse(&name, sql, std::iter::empty(), &mut self.scratch);
         frontend::sync(&mut self.scratch);
         flush_into(&mut self.scratch, out);
-        self.names.push(name);
+        self.statements.push(Statement::Named(name));
     }
 
     fn begin(&mut self, out: &mut Vec<u8>) {
-        run(&mut self.scratch, BEGIN, &[], out);
+        self.control(BEGIN, "BEGIN", out);
     }
 
     fn commit(&mut self, out: &mut Vec<u8>) {
-        run(&mut self.scratch, COMMIT, &[], out);
+        self.control(COMMIT, "COMMIT", out);
     }
 
     fn expect(&mut self, _request: Request) {
@@ -181,7 +271,7 @@ impl Protocol for PgWire {
     }
 
     fn prepared(&mut self) -> Stmt {
-        self.names.len() - 1
+        self.statements.len() - 1
     }
 }
 
@@ -208,6 +298,7 @@ fn refused(message: impl Into<String>) -> DbError {
 pub fn connect(
     config: &postgres::Config,
     tls: Option<&Tls>,
+    mode: QueryMode,
     timeout: Duration,
 ) -> Result<Conn, DbError> {
     let port = config.get_ports().first().copied().unwrap_or(5432);
@@ -244,12 +335,15 @@ pub fn connect(
             ..e
         },
     })?;
-    let mut first = BytesMut::new();
-    let _ = frontend::parse(BEGIN, "BEGIN", std::iter::empty(), &mut first);
-    let _ = frontend::parse(COMMIT, "COMMIT", std::iter::empty(), &mut first);
-    frontend::sync(&mut first);
-    let mut conn = Conn::new(stream, Box::new(PgWire::new()), timeout);
-    conn.request(&first, Request::Run)?;
+    let mut conn = Conn::new(stream, Box::new(PgWire::new(mode)), timeout);
+    if mode == QueryMode::Prepared {
+        // pgbench -M prepared parses its BEGIN and END too.
+        let mut first = BytesMut::new();
+        let _ = frontend::parse(BEGIN, "BEGIN", std::iter::empty(), &mut first);
+        let _ = frontend::parse(COMMIT, "COMMIT", std::iter::empty(), &mut first);
+        frontend::sync(&mut first);
+        conn.request(&first, Request::Run)?;
+    }
     Ok(conn)
 }
 
@@ -359,6 +453,8 @@ pub struct PgWireDialer {
     pub timeout: Duration,
     /// TLS, when the URL asks for it.
     pub tls: Option<Tls>,
+    /// How the workload's statements are sent.
+    pub mode: QueryMode,
 }
 
 impl crate::client::dial::Dialer for PgWireDialer {
@@ -366,6 +462,7 @@ impl crate::client::dial::Dialer for PgWireDialer {
         Ok(crate::client::dial::Connection::Lean(connect(
             &self.config,
             self.tls.as_ref(),
+            self.mode,
             self.timeout,
         )?))
     }
@@ -407,7 +504,7 @@ mod tests {
         both.extend(msg(b'Z', b"I"));
         for chunk in [1, 3, 4096, both.len()] {
             let bytes = if chunk == 1 { &answer[..] } else { &both[..] };
-            let mut p = PgWire::new();
+            let mut p = PgWire::new(QueryMode::Prepared);
             p.expect(Request::Run);
             let (outcome, used) = drive(&mut p, bytes, chunk).expect("completes");
             assert!(outcome.is_ok(), "{chunk}");
@@ -421,7 +518,7 @@ mod tests {
         answer.extend(error("ERROR", "22012", "division by zero"));
         answer.extend(msg(b'Z', b"I"));
         for chunk in [1, 2, answer.len()] {
-            let mut p = PgWire::new();
+            let mut p = PgWire::new(QueryMode::Prepared);
             p.expect(Request::Run);
             let (outcome, used) = drive(&mut p, &answer, chunk).unwrap();
             let e = outcome.unwrap_err();
@@ -434,7 +531,7 @@ mod tests {
             "57P01",
             "terminating connection due to administrator command",
         );
-        let mut p = PgWire::new();
+        let mut p = PgWire::new(QueryMode::Prepared);
         p.expect(Request::Run);
         let (outcome, _) = drive(&mut p, &fatal, 1).unwrap();
         assert!(outcome.unwrap_err().lost());
@@ -443,24 +540,73 @@ mod tests {
         assert_eq!(outcome.unwrap_err().kind, Kind::Syntax);
     }
 
+    /// The message tags of a frontend stream.
+    fn tags(out: &[u8]) -> Vec<u8> {
+        let (mut at, mut tags) = (0, vec![]);
+        while at < out.len() {
+            tags.push(out[at]);
+            at += 1 + u32::from_be_bytes(out[at + 1..at + 5].try_into().unwrap()) as usize;
+        }
+        tags
+    }
+
     #[test]
-    fn one_query_is_one_bind_execute_sync_with_text_parameters() {
-        let mut p = PgWire::new();
+    fn prepared_one_query_is_bind_describe_execute_sync_as_libpq_sends_it() {
+        let mut p = PgWire::new(QueryMode::Prepared);
         let mut out = vec![];
         p.prepare("SELECT c FROM t WHERE id = ? AND k = ?", &mut out);
         assert!(String::from_utf8_lossy(&out).contains("SELECT c FROM t WHERE id = $1 AND k = $2"));
         out.clear();
         p.execute(0, &[Value::Int(-42), Value::Text("abc")], &mut out);
-        let tags: Vec<u8> = {
-            let (mut at, mut tags) = (0, vec![]);
-            while at < out.len() {
-                tags.push(out[at]);
-                at += 1 + u32::from_be_bytes(out[at + 1..at + 5].try_into().unwrap()) as usize;
-            }
-            tags
-        };
-        assert_eq!(tags, b"BES");
+        // PQexecPrepared: Bind (results in one format code, text), Describe the portal
+        // (the server sends the row description every time), Execute, Sync.
+        assert_eq!(tags(&out), b"BDES");
+        let bind_len = u32::from_be_bytes(out[1..5].try_into().unwrap()) as usize;
+        assert_eq!(&out[1 + bind_len - 4..1 + bind_len], &[0, 1, 0, 0]);
         let text = String::from_utf8_lossy(&out);
         assert!(text.contains("-42") && text.contains("abc"), "{text}");
+        out.clear();
+        p.begin(&mut out);
+        assert_eq!(tags(&out), b"BDES");
+    }
+
+    #[test]
+    fn extended_parses_the_unnamed_statement_with_every_execution() {
+        let mut p = PgWire::new(QueryMode::Extended);
+        let mut out = vec![];
+        p.prepare("SELECT c FROM t WHERE id = ?", &mut out);
+        assert!(out.is_empty(), "nothing is prepared ahead");
+        for _ in 0..2 {
+            p.execute(0, &[Value::Int(7)], &mut out);
+            assert_eq!(tags(&out), b"PBDES");
+            assert!(String::from_utf8_lossy(&out).contains("WHERE id = $1"));
+            out.clear();
+        }
+    }
+
+    #[test]
+    fn text_sends_one_simple_query_with_the_values_written_in() {
+        let mut p = PgWire::new(QueryMode::Text);
+        let mut out = vec![];
+        p.prepare(
+            "SELECT c FROM t WHERE id = ? AND c = ? AND d = ? AND e = ?",
+            &mut out,
+        );
+        assert!(out.is_empty());
+        let values = [
+            Value::Int(5),
+            Value::Text("it's"),
+            Value::Text("a\\b"),
+            Value::Null,
+        ];
+        p.execute(0, &values, &mut out);
+        assert_eq!(tags(&out), b"Q");
+        assert_eq!(
+            String::from_utf8_lossy(&out[5..out.len() - 1]),
+            "SELECT c FROM t WHERE id = 5 AND c = 'it''s' AND d = E'a\\\\b' AND e = NULL"
+        );
+        out.clear();
+        p.commit(&mut out);
+        assert_eq!(&out[5..out.len() - 1], b"COMMIT");
     }
 }
