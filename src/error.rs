@@ -44,6 +44,13 @@ pub fn message(err: &anyhow::Error) -> String {
     }
 }
 
+/// Whether the server went away anywhere in this error's chain (its connection is gone), as
+/// opposed to refusing a statement: the one answer to "is the server gone?".
+pub fn server_gone(err: &anyhow::Error) -> bool {
+    err.chain()
+        .any(|c| c.downcast_ref::<ServerLost>().is_some())
+}
+
 /// The exit code for an error chain: 2 for usage, 130 for interrupt, 1 otherwise.
 pub fn exit_code(err: &anyhow::Error) -> u8 {
     for cause in err.chain() {

@@ -110,6 +110,9 @@ pub fn parse_bytes(what: &str, s: &str) -> Result<u64> {
     bytes(s).map_err(|e| usage(format!("bad {what}: {e}")))
 }
 
+/// A count with its noun, in the singular for one (the log reader's, which its words use).
+pub use crate::workload::replay::plural;
+
 #[cfg(test)]
 mod tests {
     use super::*;

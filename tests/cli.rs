@@ -717,3 +717,53 @@ fn capture_refuses_what_it_cannot_do_before_any_change() {
         "/nonexistent/x.sock",
     );
 }
+
+/// Issue 50: bounds and combinations that were accepted and then misbehaved (a first trial
+/// that never ends, an objective no trial measures, a flag silently ignored, built-ins let
+/// through a flag meant for stored functions) are bad input, before any server.
+#[test]
+fn flags_that_would_be_ignored_or_never_end_are_usage_errors() {
+    let t = "mysql://root@localhost/?socket=/nonexistent/dbtax.sock";
+    let run = |extra: &[&str], needle: &str| {
+        let mut args = vec!["run", "-t", t, "-f", "slow-log"];
+        args.extend_from_slice(extra);
+        fails_with_usage(&args, needle);
+    };
+    run(
+        &["--queries-per-trial", "18446744073709551615"],
+        "at most 1000000000 statements a trial",
+    );
+    run(&["--slo", "p99=1e305s"], "past a minute");
+    run(
+        &["--slo", "p99=5ms", "--precision", "3"],
+        "give --repeats with --slo",
+    );
+    run(&["--agent-bin", "/usr/bin/dbtax"], "--agent-bin names");
+    fails_with_usage(
+        &["bench", "-t", t, "--agent-bin", "copy"],
+        "--agent-bin names",
+    );
+    fails_with_usage(
+        &["capture", "--for", "5s", "-t", t, "--agent-bin", "copy"],
+        "it goes with --server-host",
+    );
+    let log = write("functions.log", "SELECT 1;\n");
+    for f in ["sleep", "get_lock", "app.pg_advisory_lock"] {
+        fails_with_usage(
+            &[
+                "run",
+                "-t",
+                t,
+                "-f",
+                "general-log",
+                "--log",
+                log.to_str().unwrap(),
+                "--log-format",
+                "general",
+                "--replay-functions",
+                f,
+            ],
+            "never lets it through",
+        );
+    }
+}

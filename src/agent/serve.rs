@@ -10,7 +10,7 @@ use crate::load::reports::merge_reports;
 use crate::load::trial::{begin_measure, connect_clients, with_workers};
 use crate::load::window::{Phase, instant_of, run_phase};
 use crate::load::worker::{Shared, WorkerReport};
-use crate::server::{Server, ServerLost, TargetSpec};
+use crate::server::{Server, TargetSpec};
 use crate::workload::Client;
 use anyhow::{Result, anyhow};
 use std::io::{BufRead, Write};
@@ -138,7 +138,9 @@ fn hello() -> Hello {
 fn error_reply(e: &anyhow::Error) -> Reply {
     Reply::Error {
         message: format!("{e:#}"),
-        lost: e.downcast_ref::<ServerLost>().is_some(),
+        // (The whole chain: one that reads only the outer error misses a lost server
+        // under a context.)
+        lost: crate::error::server_gone(e),
     }
 }
 

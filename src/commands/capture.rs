@@ -3,8 +3,7 @@
 use crate::cli::CaptureArgs;
 use crate::config::server_config;
 use crate::experiment::capture::{CaptureSpec, capture};
-use crate::workload::replay::slice::count;
-use crate::workload::replay::spec::LogFormat;
+use crate::units::plural;
 use anyhow::Result;
 use std::path::PathBuf;
 
@@ -22,6 +21,12 @@ pub fn run(args: CaptureArgs) -> Result<()> {
             .collect();
         PathBuf::from(format!("dbtax-capture-{}-{}.log", &stamp[..8], &stamp[8..]))
     });
+    if args.agent_bin.is_some() && args.server_host.is_none() {
+        return Err(crate::error::usage(
+            "--agent-bin names the dbtax that reads the log on the database's host: it goes \
+             with --server-host",
+        ));
+    }
     let server_host = match &args.server_host {
         Some(h) => Some((
             crate::agent::server_host(h)?,
@@ -36,46 +41,40 @@ pub fn run(args: CaptureArgs) -> Result<()> {
         server_host,
     };
     let c = capture(&config, &spec, &mut |m| crate::errln!("{m}"))?;
-    let restored: Vec<String> = c.restored.iter().map(|(k, v)| format!("{k}={v}")).collect();
     crate::outln!(
-        "Captured {:.1} s of {} ({} bytes of {}) into {}; put back: {}",
+        "Captured {:.1} s of {} ({} bytes of {}, through {}) into {}",
         c.seconds,
         c.label,
         c.bytes,
         c.log.display(),
+        c.source.what,
         out.display(),
-        restored.join(", ")
     );
+    if c.restored.is_empty() {
+        crate::outln!("Put back: nothing was left to put back");
+    } else {
+        crate::outln!("Put back: {}", c.restored.join("; "));
+    }
     if let Some(why) = &c.stopped {
         crate::outln!("Ended early: {why}");
+    }
+    if !c.source.lacks.is_empty() {
+        crate::outln!("Note: {}", c.source.lacks);
     }
     for n in &c.notes {
         crate::outln!("Note: {n}");
     }
-    let format = LogFormat::parse(c.format)?;
-    // Read back as a replay reads it: the server's own prefix when its lines are not one
-    // of those recognised.
-    let (plain, prefixed) = (
-        count(&out, format, None).unwrap_or((0, 0)),
-        match &c.line_prefix {
-            Some(p) => count(&out, format, Some(p)).unwrap_or((0, 0)),
-            None => (0, 0),
-        },
-    );
-    let (flag, (statements, sessions)) = if prefixed.0 > plain.0 {
-        let p = c.line_prefix.as_deref().unwrap_or_default();
-        (
-            format!(" --log-line-prefix '{}'", p.replace('\'', "'\\''")),
-            prefixed,
-        )
-    } else {
-        (String::new(), plain)
+    let flag = match &c.line_prefix {
+        Some(p) => format!(" --log-line-prefix '{}'", p.replace('\'', "'\\''")),
+        None => String::new(),
     };
     crate::outln!(
-        "It holds {statements} statements in {sessions} sessions. Replay it with:\n  dbtax run \
-         --log {}{flag} --feature {} --replay-user temporary --target '{}'",
+        "It holds {} in {}. Replay it with:\n  dbtax run --log {}{flag} --feature {} \
+         --replay-user temporary --target '{}'",
+        plural(c.statements, "statement"),
+        plural(c.sessions, "session"),
         out.display(),
-        if c.format == "slow" {
+        if c.format.family() == "mysql" {
             "general-log"
         } else {
             "log-statement"

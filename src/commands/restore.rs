@@ -135,28 +135,46 @@ pub fn run(args: RestoreArgs) -> Result<()> {
     if !j.server.is_empty() && j.server != target.identity {
         return Err(usage(format!(
             "the journal {} was written for server {} ({}), but {} is server {}: it is not \
-             applied here. Restore it against its own server, or delete it if that server is \
-             gone. Nothing was changed",
+             applied here. {} Nothing was changed",
             path.display(),
             j.server,
             j.target,
             target.label(),
-            target.identity
+            target.identity,
+            j.what_it_owns()
         )));
     }
     let differs = j.differs(&admin.facts()?);
-    if !differs.is_empty() {
+    // The same identity, other facts: a copy (a backup, a copied datadir, a replica carry the
+    // identity) or this very server moved (another port, socket or host name). A copy made
+    // before the run cannot hold the run's own row of the journal on the server: where the
+    // server holds it, this is the journal's server, moved.
+    let moved = !differs.is_empty()
+        && from_server
+            .as_ref()
+            .is_some_and(|(_, on)| on.started_at == j.started_at && on.pid == j.pid);
+    if !differs.is_empty() && !moved {
         return Err(usage(format!(
             "the journal {} was written for {} and carries the identity of {}, but {} is \
              another server with that identity (a copy: a backup, a copied datadir or a \
-             replica carries it): {}. It is not applied here. Restore it against its own \
-             server, or delete it if that server is gone. Nothing was changed",
+             replica carries it; it holds no copy of this run's journal, so it is not the \
+             journal's server moved to another port): {}. It is not applied here. {} Nothing \
+             was changed",
             path.display(),
             j.target,
             target.identity,
             target.label(),
-            differs.join(", ")
+            differs.join(", "),
+            j.what_it_owns()
         )));
+    }
+    if moved {
+        crate::outln!(
+            "{} is the journal's server, moved ({}): it holds this run's own journal, which a \
+             copy made before the run could not. Restoring it here.",
+            target.label(),
+            differs.join(", ")
+        );
     }
     // A local journal whose copy on the server is gone was restored from elsewhere (another
     // state folder, another machine), or its run stopped before its first change (the copy

@@ -69,6 +69,9 @@ pub fn bench(args: &BenchArgs) -> Result<Measurement> {
         None => None,
     };
     let agents = parse_list(&args.agents.agents)?;
+    if args.agents.agent_bin.is_some() && agents.is_empty() {
+        return Err(usage(super::run::AGENT_BIN_ALONE));
+    }
     agents_time_their_trials(&agents, args.queries)?;
     Ok(Measurement {
         server,

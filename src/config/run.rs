@@ -14,9 +14,17 @@ use anyhow::Result;
 /// A replay's default client count (one per session) stops here.
 const MAX_REPLAY_CLIENTS: u32 = 256;
 
+/// `--agent-bin` names what runs on other hosts: with neither, it would be ignored.
+pub const AGENT_BIN_ALONE: &str = "--agent-bin names the dbtax that runs on the agents' hosts \
+     (--agents) or on the database's host (--server-host): give one of them, or leave \
+     --agent-bin out";
+
 /// The run options of `dbtax run` for `exp`: where results go, how to restart the user's
 /// server, how to start the experiment's agents (checked: bad input is exit 2).
 pub fn run_options(args: &RunArgs, exp: &Experiment) -> Result<RunOptions> {
+    if args.agents.agent_bin.is_some() && exp.agents.is_empty() && exp.server_host.is_none() {
+        return Err(usage(AGENT_BIN_ALONE));
+    }
     Ok(RunOptions {
         out: args.out.clone(),
         restart_cmd: args.restart_cmd.clone(),

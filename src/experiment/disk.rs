@@ -1,8 +1,10 @@
 //! The disk guard: a busy server's general, slow or audit log grows by megabytes per second.
 //! Before every trial — the first of each variant too, from a short probe with its settings
 //! on — the expected growth is checked against the log's filesystem (at least 10% must stay
-//! free) and `--max-log-bytes`; while a trial runs, a watch stops it the moment either limit
-//! is reached.
+//! free) and `--max-log-bytes`; while a trial runs, a watch stops it before either limit
+//! is reached: from the log's growth rate since its last readings it stops when the room
+//! left would be gone within `HORIZON` (the next readings, and the switch back that stops
+//! the log), not once it is already gone.
 
 use super::plan::LogFiles;
 use crate::load::Watch;
@@ -14,6 +16,10 @@ pub const MIN_FREE_FRACTION: f64 = 0.10;
 /// Expected growth is multiplied by this before it is compared with the room left: a trial
 /// can run faster than the one it is estimated from.
 pub const SAFETY_FACTOR: f64 = 2.0;
+/// How far ahead a watch looks at the log's rate: a few readings, and the time it takes to
+/// switch the feature off after one says stop (on a small filesystem a log at tens of MB a
+/// second fills what is left between two readings).
+pub const HORIZON: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// The limits of one run.
 #[derive(Debug, Clone)]
@@ -101,9 +107,10 @@ impl DiskGuard {
             })
     }
 
-    /// A watch for one trial: stops it when the filesystem reaches 90% or the run's growth
-    /// (`grown` before the trial, plus the files' growth since now) passes the limit.
-    /// Err: the first reading came late (`probe::LateReading`: the trial is lost).
+    /// A watch for one trial: stops it when, at the log's rate, the filesystem would pass
+    /// 90% or the run's growth (`grown` before the trial, plus the files' growth since now)
+    /// would pass the limit within `HORIZON`. Err: the first reading came late
+    /// (`probe::LateReading`: the trial is lost).
     pub fn watch(&self, grown: u64) -> anyhow::Result<Option<Watch>> {
         if self.files.paths.is_empty() {
             return Ok(None);
@@ -114,6 +121,7 @@ impl DiskGuard {
             Err(e) if crate::probe::is_late(&e) => return Err(e),
             Err(_) => 0,
         };
+        let rate = std::sync::Mutex::new(Rate::new(start));
         Ok(Some(Arc::new(move || {
             // One reading a tick: sizes and room together (through a probe, one round trip).
             let r = match guard.reading() {
@@ -121,26 +129,65 @@ impl DiskGuard {
                 Err(e) => return Some(e.context("stopped during a trial")),
             };
             let now = size_of(&r);
+            let ahead = rate
+                .lock()
+                .map(|mut rate| rate.ahead(now, HORIZON))
+                .unwrap_or(0);
             let total_growth = grown + now.saturating_sub(start);
             if let Some(max) = guard.max_bytes
-                && total_growth > max
+                && total_growth + ahead > max
             {
                 return Some(anyhow::anyhow!(
-                    "stopped during a trial: the feature logs grew by {} MB, past \
-                     --max-log-bytes ({} MB)",
+                    "stopped during a trial: the feature logs grew by {} MB, and at {} MB/s \
+                     would pass --max-log-bytes ({} MB) within {} s",
                     mb(total_growth),
-                    mb(max)
+                    mb(ahead) / HORIZON.as_secs().max(1),
+                    mb(max),
+                    HORIZON.as_secs()
                 ));
             }
-            let (dir, free, total) = guard.short_of_room(&r, 0)?;
+            let (dir, free, total) = guard.short_of_room(&r, ahead)?;
             Some(anyhow::anyhow!(
-                "stopped during a trial: the filesystem of {} is down to {} MB free of {} MB; \
-                 dbtax keeps at least 10% free",
+                "stopped during a trial: the filesystem of {} has {} MB free of {} MB, and the \
+                 log, at {} MB/s, would take it under 10% free within {} s (dbtax keeps at \
+                 least 10% free)",
                 dir.display(),
                 mb(free),
-                mb(total)
+                mb(total),
+                mb(ahead) / HORIZON.as_secs().max(1),
+                HORIZON.as_secs()
             ))
         })))
+    }
+}
+
+/// A log's growth rate between a watch's readings, the fastest of the recent ones.
+struct Rate {
+    last: (u64, std::time::Instant),
+    /// Bytes per second: the latest step, or the decayed fastest before it.
+    per_second: f64,
+}
+
+impl Rate {
+    fn new(size: u64) -> Rate {
+        Rate {
+            last: (size, std::time::Instant::now()),
+            per_second: 0.0,
+        }
+    }
+
+    /// After a reading of `size` bytes: how much the log may grow within `horizon`.
+    fn ahead(&mut self, size: u64, horizon: std::time::Duration) -> u64 {
+        let now = std::time::Instant::now();
+        let dt = now.duration_since(self.last.1).as_secs_f64();
+        if dt > 0.0 {
+            let step = size.saturating_sub(self.last.0) as f64 / dt;
+            // A burst is remembered for a few readings: a log that grew fast a moment ago
+            // can again before the next one.
+            self.per_second = step.max(self.per_second * 0.7);
+            self.last = (size, now);
+        }
+        (self.per_second * horizon.as_secs_f64()) as u64
     }
 }
 

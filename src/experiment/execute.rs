@@ -172,6 +172,9 @@ pub(super) fn conclude(
         .filter(|a| a.host == "local" || a.hostname == here_name)
         .map(|a| a.host.clone())
         .collect();
+    results
+        .warnings
+        .extend(super::warnings::refused_as_writes(&results.cells).map(|w| w.to_string()));
     // Pinned, the clients' CPU is not the server's: nothing to warn of.
     if !results.pinned {
         results.warnings.extend(

@@ -72,10 +72,7 @@ impl<'a> LiveBench<'a> {
     /// server that went away; the words say so. The run stops either way (the run lock went
     /// with it) and its settings are put back.
     fn killed_or_lost(&self, e: anyhow::Error) -> anyhow::Error {
-        let lost = e
-            .chain()
-            .any(|c| c.downcast_ref::<crate::error::ServerLost>().is_some());
-        if lost && self.server.admin().is_ok() {
+        if crate::error::server_gone(&e) && self.server.admin().is_ok() {
             return anyhow::anyhow!(
                 "dbtax's admin connection to {} was killed (the server still answers): a \
                  session with the privilege to end other sessions did it, and the run lock \

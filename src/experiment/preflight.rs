@@ -16,6 +16,15 @@ use crate::server::{Admin, Server, Support, SupportContext};
 use anyhow::Result;
 use std::collections::BTreeMap;
 
+/// What a replay's three locks hold against, and what they do not: said in every replay's
+/// dry run.
+const REPLAY_LOCKS: &str = "replay: its three locks (statements that may change anything \
+    left out, read-only sessions, a login that may only read) hold against what a replayed \
+    statement does itself; they do not cover code that runs with other rights (views, \
+    functions and policies running as their definer or owner: those whose code does more \
+    than read are found before the run and the statements that reach them left out), nor \
+    what the server does on its own behalf (statistics, caches, its logs)";
+
 /// Resolve `exp` for `server`. `restart_cmd`: the user's way to restart their server.
 pub fn preflight(exp: &Experiment, server: &Server, restart_cmd: Option<&str>) -> Result<Plan> {
     let features = features(exp, |name| server.feature(name))?;
@@ -76,6 +85,12 @@ pub fn preflight(exp: &Experiment, server: &Server, restart_cmd: Option<&str>) -
     let refused = connection_shortfall(admin.as_mut(), exp, server)?;
     ensure_no_pending_journal(server)?;
     server.check_statements(&exp.workload)?;
+    if exp.workload.replay.is_some() {
+        if let Some(reached) = server.replay_reach(&exp.workload)? {
+            notes.push(format!("replay: {}", reached.words()));
+        }
+        notes.push(REPLAY_LOCKS.into());
+    }
     let names: Vec<&str> = touched.iter().map(String::as_str).collect();
     let current = admin.global_vars(&names)?;
     notes.extend(held_notes(&held, &current));

@@ -415,6 +415,8 @@ pub const MAX_DISTURBANCE: f64 = 10.0;
 /// truth less often than 95% (after 3 blocks, about 91% in simulation); with a first stage
 /// of 10 the focused rule covered about 92.5%, with 15 about 94% (tests/statistics.rs).
 pub const MIN_BLOCKS: u32 = 15;
+/// The most statements a fixed-count trial may run (`--queries-per-trial`).
+pub const MAX_QUERIES_PER_TRIAL: u64 = 1_000_000_000;
 /// The longest trial (or settle) dbtax runs.
 pub const MAX_TRIAL: Duration = Duration::from_secs(3600);
 /// Blocks per thread count of a run that names no stop rule.
@@ -559,6 +561,17 @@ impl Experiment {
         if self.queries_per_trial == Some(0) {
             return Err(usage("queries per trial must be at least 1"));
         }
+        if self
+            .queries_per_trial
+            .is_some_and(|n| n > MAX_QUERIES_PER_TRIAL)
+        {
+            return Err(usage(format!(
+                "--queries-per-trial: at most {MAX_QUERIES_PER_TRIAL} statements a trial (a \
+                 trial runs in minutes at most: at a million statements a second that one \
+                 takes {} minutes)",
+                MAX_QUERIES_PER_TRIAL / 60_000_000
+            )));
+        }
         if self.trial.is_zero() {
             return Err(usage("--trial must be longer than 0"));
         }
@@ -603,6 +616,13 @@ impl Experiment {
             }
             if self.slo.len() > 4 {
                 return Err(usage("--slo: at most four objectives in one run"));
+            }
+            if matches!(self.stop, StopRule::Precision { .. }) {
+                return Err(usage(
+                    "--precision works on the throughput overhead of closed-loop trials; \
+                     --slo searches for rates and stops by its own rule: give --repeats with \
+                     --slo",
+                ));
             }
         }
         if let Some(o) = &self.open_loop {

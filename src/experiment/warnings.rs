@@ -101,6 +101,14 @@ pub enum Warning {
         /// The first one's words.
         first: String,
     },
+    /// Replayed statements the server refused because the session is read-only: the
+    /// classifier took them for reads, and the second lock held.
+    RefusedAsWrites {
+        /// How many times, in every trial.
+        statements: u64,
+        /// The server's words, the most frequent first.
+        messages: Vec<String>,
+    },
     /// Agents' measured windows were apart by more than a tenth of a trial.
     Skewed {
         /// Trials flagged.
@@ -274,6 +282,18 @@ impl fmt::Display for Warning {
                  server had that much less; compare variants, not absolute throughput",
                 share * 100.0
             ),
+            Warning::RefusedAsWrites {
+                statements,
+                messages,
+            } => write!(
+                f,
+                "the server refused {statements} replayed statement(s) because the replay's \
+                 sessions are read-only ({}): dbtax's classifier took them for reads and \
+                 the server's read-only session held. They changed nothing; they are counted \
+                 as errors, and their kinds marked diverged. Please report them: the \
+                 classifier should have left them out",
+                messages.join("; ")
+            ),
             Warning::Skewed { trials, worst_ms } => write!(
                 f,
                 "the agents' measured windows were apart by more than a tenth of the trial in \
@@ -392,6 +412,42 @@ pub fn client_cpu(cells: &[crate::results::Cell], cores: u32, here: &[String]) -
         Some((share, threads)) if share > 0.3 => Some(Warning::ClientCpu { share, threads }),
         _ => None,
     }
+}
+
+/// The server's words for a statement it refused in a read-only session (MariaDB/MySQL error
+/// 1792, PostgreSQL SQLSTATE 25006).
+fn refused_as_write(message: &str) -> bool {
+    message.contains("(error 1792)")
+        || message.contains("(SQLSTATE 25006)")
+        || message.contains("READ ONLY transaction")
+        || message.contains("read-only transaction")
+}
+
+/// Replayed statements the server refused as writes in its read-only sessions: evidence the
+/// classifier missed them (None: there were none).
+pub fn refused_as_writes(cells: &[crate::results::Cell]) -> Option<Warning> {
+    let mut by: std::collections::BTreeMap<&str, u64> = Default::default();
+    for t in cells.iter().flat_map(|c| &c.trials) {
+        for (m, n) in &t.error_messages {
+            if refused_as_write(m) {
+                *by.entry(m.as_str()).or_default() += n;
+            }
+        }
+    }
+    let statements = by.values().sum();
+    if statements == 0 {
+        return None;
+    }
+    let mut messages: Vec<(&str, u64)> = by.into_iter().collect();
+    messages.sort_by_key(|(_, n)| std::cmp::Reverse(*n));
+    Some(Warning::RefusedAsWrites {
+        statements,
+        messages: messages
+            .into_iter()
+            .take(3)
+            .map(|(m, _)| m.to_string())
+            .collect(),
+    })
 }
 
 /// The words for blocks set aside by late readings (None: there were none).

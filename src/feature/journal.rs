@@ -65,6 +65,43 @@ pub struct Journal {
 }
 
 impl Journal {
+    /// What the journal still holds on its server, in words, and what to do with it: a
+    /// journal that owns a login or a setting is never to be deleted before they are put
+    /// back by hand ("It owns: …"); one that owns nothing may be.
+    pub fn what_it_owns(&self) -> String {
+        let mut owns: Vec<String> = self
+            .created_logins
+            .iter()
+            .map(|l| format!("a temporary login {l} that may read every table"))
+            .collect();
+        owns.extend(self.originals.iter().map(|(k, v)| {
+            match self.set_values.get(k).and_then(|s| s.last()) {
+                Some(set) => format!("{k} (set to {set}; it was {v})"),
+                None => format!("{k} (it was {v})"),
+            }
+        }));
+        owns.extend(
+            self.installed_plugins
+                .iter()
+                .map(|p| format!("the {p} plugin dbtax installed")),
+        );
+        owns.extend(
+            self.restarted_with
+                .iter()
+                .map(|o| format!("the server option --{o}")),
+        );
+        if owns.is_empty() {
+            "It owns nothing on its server: if that server is gone, delete the journal".into()
+        } else {
+            format!(
+                "It owns, on its own server: {}. Restore it against that server; if that \
+                 server is gone, put these back there by hand before deleting the journal \
+                 (never delete it while they are left).",
+                owns.join("; ")
+            )
+        }
+    }
+
     /// What differs between the facts the journal recorded and `now` (a server's facts):
     /// "port 3307 (the journal's server: 3306)". Facts either side could not read are not
     /// compared.

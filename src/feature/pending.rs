@@ -5,7 +5,7 @@ use super::journal::{self, Journal};
 use crate::error::usage;
 use crate::server::value::same_value;
 use crate::server::{Admin, Server};
-use anyhow::{Context, Result};
+use anyhow::Result;
 use std::path::PathBuf;
 
 /// Refuse to work on a server with a pending journal (an interrupted run, or another dbtax
@@ -53,46 +53,97 @@ pub fn restart_left(admin: &mut dyn Admin, j: &Journal) -> Result<Vec<String>> {
         .collect())
 }
 
+/// A restore that did what it could and could not do the rest (the server answers: it
+/// refused some steps). The journal stays.
+#[derive(Debug, thiserror::Error)]
+#[error("{}", self.words())]
+pub struct RestoreIncomplete {
+    /// What was put back (statements, or what was left as someone else set it).
+    pub done: Vec<String>,
+    /// What could not be, each with the server's reason.
+    pub failed: Vec<String>,
+}
+
+impl RestoreIncomplete {
+    fn words(&self) -> String {
+        let done = if self.done.is_empty() {
+            "nothing else".to_string()
+        } else {
+            self.done.join("; ")
+        };
+        format!(
+            "the restore did every step it could ({done}) and could not: {}",
+            self.failed.join("; ")
+        )
+    }
+}
+
 /// Apply a journal: the logins it created dropped, originals back in reverse order
 /// (variables that vanished with a plugin are skipped), then uninstall the plugins it lists.
+/// Every step is tried: one the server refuses does not keep the others from happening
+/// (a login that cannot be dropped must not leave a setting changed); the refusals come
+/// back together as `RestoreIncomplete`, with what was done. A server that stopped
+/// answering stops the restore at once (`ServerLost`: the caller reconnects and tries
+/// again; every step can run twice).
 pub fn restore_journal(admin: &mut dyn Admin, j: &Journal) -> Result<Vec<String>> {
     let mut done = vec![];
+    let mut failed = vec![];
+    let mut step = |what: String, r: Result<Option<String>>| -> Result<()> {
+        match r {
+            Ok(sql) => done.extend(sql),
+            Err(e) if crate::error::server_gone(&e) => return Err(e.context("restoring")),
+            Err(e) => failed.push(format!("{what} ({e:#})")),
+        }
+        Ok(())
+    };
     // The replay's reader first: nothing it could still do outlives the restore.
     for spec in &j.created_logins {
-        done.push(admin.drop_reader(spec).context("restoring")?);
+        step(
+            format!("drop the temporary login {spec}"),
+            admin.drop_reader(spec).map(Some),
+        )?;
     }
     let names: Vec<&str> = j.originals.iter().map(|(k, _)| k.as_str()).collect();
-    let now = admin.global_vars(&names).context("restoring")?;
+    let now = match admin.global_vars(&names) {
+        Ok(now) => now,
+        Err(e) => return Err(e.context("restoring")),
+    };
     for (var, value) in j.originals.iter().rev() {
         // Only what is still as dbtax left it: a value someone set since is theirs.
         if let (Some(is), Some(set)) = (now.get(var), j.set_values.get(var))
             && !same_value(is, value)
             && !set.iter().any(|s| same_value(s, is))
         {
-            done.push(format!(
-                "left {var} = {is} as it is: changed since the run set it ({}); its value \
-                 before the run was {value}",
-                set.join(", ")
-            ));
+            step(
+                String::new(),
+                Ok(Some(format!(
+                    "left {var} = {is} as it is: someone changed it after the run set it \
+                     ({}); before the run it was {value}",
+                    set.join(", ")
+                ))),
+            )?;
             continue;
         }
         let persisted = j.persisted_entry(var);
-        if let Some(sql) = admin
-            .restore_global(var, value, persisted.as_ref().map(|p| p.as_deref()))
-            .context("restoring")?
-        {
-            done.push(sql);
-        }
+        step(
+            format!("put {var} back to {value}"),
+            admin.restore_global(var, value, persisted.as_ref().map(|p| p.as_deref())),
+        )?;
     }
     for soname in &j.installed_plugins {
-        if let Some(sql) = admin.uninstall_plugin(soname).context("restoring")? {
-            done.push(sql);
-        }
+        step(
+            format!("uninstall the {soname} plugin"),
+            admin.uninstall_plugin(soname),
+        )?;
     }
-    if let Some(text) = &j.persisted_text
-        && let Some(note) = admin.restore_persisted_text(text).context("restoring")?
-    {
-        done.push(note);
+    if let Some(text) = &j.persisted_text {
+        step(
+            "put the settings file back as it was".into(),
+            admin.restore_persisted_text(text),
+        )?;
+    }
+    if !failed.is_empty() {
+        return Err(RestoreIncomplete { done, failed }.into());
     }
     Ok(done)
 }

@@ -8,7 +8,7 @@ use super::pending::{ensure_no_pending_journal, restore_journal};
 use crate::error::usage;
 use crate::server::catalog::Plugin;
 use crate::server::value::same_value;
-use crate::server::{Admin, Server, ServerLost};
+use crate::server::{Admin, Server};
 use anyhow::{Result, bail};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -57,6 +57,9 @@ pub struct Switcher {
     saved: bool,
     /// Statements run so far, for the log.
     pub statements: Vec<String>,
+    /// What the restore did: the statements that put things back, and what it left as
+    /// someone else set it (with why).
+    pub restored: Vec<String>,
 }
 
 impl Switcher {
@@ -115,6 +118,7 @@ impl Switcher {
             done: false,
             saved: false,
             statements: vec![],
+            restored: vec![],
         })
     }
 
@@ -358,7 +362,7 @@ impl Switcher {
         if self.done {
             return Ok(());
         }
-        restore_journal(self.admin.as_mut(), &self.journal)?;
+        self.restored = restore_journal(self.admin.as_mut(), &self.journal)?;
         if !self.saved {
             // Locked, but stopped before the first change (the tables failed to prepare).
             self.done = true;
@@ -389,8 +393,7 @@ impl Switcher {
                 match self.restore() {
                     Ok(()) => return Ok(()),
                     Err(e) => {
-                        let lost = e.chain().any(|c| c.downcast_ref::<ServerLost>().is_some());
-                        if !lost {
+                        if !crate::error::server_gone(&e) {
                             return Err(self.give_up(e));
                         }
                         last = Some(e);
@@ -423,6 +426,17 @@ impl Switcher {
             Some(p) => format!("the journal keeps their original values ({})", p.display()),
             None => "nothing is kept: the server is dbtax's own".into(),
         };
+        if err.chain().any(|c| {
+            c.downcast_ref::<super::pending::RestoreIncomplete>()
+                .is_some()
+        }) {
+            // The server answers: it refused some steps. Waiting changes nothing.
+            return err.context(format!(
+                "{kept}; once what the server refused is dealt with, run `dbtax restore \
+                 --target '{}'` to finish",
+                self.journal.target
+            ));
+        }
         err.context(format!(
             "the server's settings were not restored (left as the run set them: {}); {kept}. \
              When the server answers again, run `dbtax restore --target '{}'`",

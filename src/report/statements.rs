@@ -4,6 +4,7 @@
 
 use super::svg::esc;
 use crate::results::{Cell, FingerprintCost, Results};
+use crate::units::plural;
 use std::fmt::Write;
 
 /// How many fingerprints a report lists per cell.
@@ -53,10 +54,14 @@ fn headline(c: &Cell) -> Option<String> {
     let share: f64 = top.iter().filter_map(|f| f.added_share_pct).sum();
     (share > 0.0).then(|| {
         format!(
-            "{}'s added latency at {} threads is {share:.0}% in these {} statements",
+            "{}'s added latency at {} threads is {share:.0}% in {}",
             c.variant,
             c.threads,
-            top.len()
+            if top.len() == 1 {
+                "this statement".to_string()
+            } else {
+                format!("these {} statements", top.len())
+            }
         )
     })
 }
@@ -85,10 +90,10 @@ fn read_line(r: &Results) -> Option<String> {
     let read = replay.get("read")?;
     let n = |k: &str| read.get(k).and_then(|v| v.as_u64()).unwrap_or(0);
     let mut s = format!(
-        "Replayed {} statements of {} sessions from {} ({}, {} pace); left out: {} that change \
-         data or schema{}, {} that change the server",
-        n("statements"),
-        n("sessions"),
+        "Replayed {} of {} from {} ({}, {} pace); left out: {} that change data or schema{}, \
+         {} that change the server",
+        plural(n("statements"), "statement"),
+        plural(n("sessions"), "session"),
         replay.get("log").and_then(|v| v.as_str()).unwrap_or("?"),
         read.get("format").and_then(|v| v.as_str()).unwrap_or("?"),
         replay.get("pace").and_then(|v| v.as_str()).unwrap_or("?"),
@@ -102,9 +107,10 @@ fn read_line(r: &Results) -> Option<String> {
     );
     if n("prepared") > 0 {
         s += &format!(
-            "; {} were executions of {} prepared statements, replayed prepared",
+            "; {} {} executions of {}, replayed prepared",
             n("prepared"),
-            n("prepared_statements")
+            if n("prepared") == 1 { "was" } else { "were" },
+            plural(n("prepared_statements"), "prepared statement")
         );
     }
     if n("sessions_left_out") > 0 {

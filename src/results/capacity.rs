@@ -103,6 +103,11 @@ impl Slo {
         };
         let ms = num.parse::<f64>().ok().map(|v| v * scale);
         match ms {
+            // A bound past a minute is no latency objective: no trial would measure it.
+            Some(ms) if ms.is_finite() && ms > 60_000.0 => bail!(
+                "the latency objective '{s}' is past a minute: give a bound a trial can \
+                 measure, as p99=5ms (at most 60s)"
+            ),
             Some(ms) if ms.is_finite() && ms > 0.0 => Ok(Slo { quantile, ms }),
             _ => bail!("the latency objective '{s}' needs a bound above zero, as p99=5ms"),
         }

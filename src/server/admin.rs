@@ -6,6 +6,7 @@
 //! to map: a lost connection is `ServerLost`, anything else a plain error.
 
 use super::catalog::{Feature, Plugin};
+use crate::workload::replay::reach::ServerCode;
 use anyhow::Result;
 use std::collections::BTreeMap;
 
@@ -85,6 +86,14 @@ pub trait Settings: Send {
     fn check_value(&mut self, name: &str, value: &str) -> Result<(), String>;
     /// The connections the server allows and those in use now (None: it does not say).
     fn connection_room(&mut self) -> Result<Option<(u64, u64)>>;
+    /// Keep this session's own statements out of the server's statement logs, as far as
+    /// its login may (a capture watches the server through such a session: its statements
+    /// are not the application's). Never fails: a login that may not still works.
+    fn quiet(&mut self) {}
+    /// Whether the server still answers this connection: Err (`ServerLost`) when not.
+    fn ping(&mut self) -> Result<()> {
+        self.global_vars(&["version", "server_version"]).map(|_| ())
+    }
     /// Status counters worth reporting per query (cumulative values), and where the engine
     /// has no statement counter, `OTHER_SESSIONS` (not a counter).
     fn status_counters(&mut self) -> Result<BTreeMap<String, f64>>;
@@ -166,6 +175,12 @@ pub trait Logins {
     /// Whether this connection's own login may only read: Err(words) names what else it
     /// may do.
     fn only_reads(&mut self) -> Result<Result<(), String>>;
+    /// The code that statements in `schema` can reach and that runs with other rights than
+    /// the replay's login (views, definer functions, row-level policies): what the replay's
+    /// locks do not cover, read before it runs.
+    fn server_code(&mut self, _schema: &str) -> Result<ServerCode> {
+        Ok(ServerCode::default())
+    }
 }
 
 /// An admin connection: settings, plugins, logins and what a run holds, over one connection.

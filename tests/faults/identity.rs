@@ -252,6 +252,13 @@ pub fn a_copy_that_carries_the_stamp_is_not_taken_for_its_server(ctx: &Ctx) {
     let err = String::from_utf8_lossy(&r.stderr);
     assert!(err.contains("another server with that identity"), "{err}");
     assert!(err.contains("socket"), "{err}");
+    // It says what the journal owns and never advises deleting it while it owns a setting.
+    assert!(err.contains("It owns, on its own server:"), "{err}");
+    assert!(
+        err.contains("slow_query_log (set to ON; it was OFF)"),
+        "{err}"
+    );
+    assert!(err.contains("never delete it while they are left"), "{err}");
     assert_eq!(
         common::global_var(&copy.socket(), "long_query_time"),
         "7.000000"
@@ -338,4 +345,50 @@ pub fn a_setting_someone_changed_since_is_left_alone(ctx: &Ctx) {
         .unwrap();
     ctx.as_found(&originals).unwrap();
     println!("changed since: the DBA's long_query_time left and named, the rest restored");
+}
+
+/// Issue 50: a server whose port changed (the same data directory) is not a copy: after a
+/// kill -9 the restore through its new port puts everything back (it used to refuse it as
+/// "another server with that identity" and advise deleting the journal that still owned
+/// the settings). What tells it from a copy is the run's own journal row on the server. A
+/// refusal names what the journal owns and never advises deleting it while it owns any.
+pub fn a_server_moved_to_another_port_is_restored_where_it_is(ctx: &Ctx) {
+    let originals = ctx.originals();
+    kill_mid_run(
+        ctx,
+        &ctx.tcp_url("f_moved"),
+        &["slow-log"],
+        "slow_query_log",
+        "1",
+        "moved",
+    );
+    let moved = common::free_port();
+    {
+        let mut server = ctx.server.lock().unwrap();
+        server
+            .restart(&[format!("port={moved}")])
+            .expect("restarting the test server on another port");
+    }
+    // A restart lost the SET GLOBAL values; the run set them again to show the restore's
+    // work after the move (the journal and its row on the server are as the kill left them).
+    ctx.root()
+        .query_drop("SET GLOBAL slow_query_log = 1, GLOBAL long_query_time = 0")
+        .unwrap();
+    let r = ctx.run(&[
+        "restore".into(),
+        "--target".into(),
+        format!("mysql://root@127.0.0.1:{moved}/"),
+    ]);
+    let said = text(&r);
+    {
+        let mut server = ctx.server.lock().unwrap();
+        server
+            .restart(&[])
+            .expect("restarting the test server where it was");
+    }
+    assert_eq!(r.status.code(), Some(0), "{said}");
+    assert!(said.contains("moved (port"), "{said}");
+    assert!(!said.contains("delete"), "{said}");
+    ctx.as_found(&originals).unwrap();
+    println!("a moved port: restored through the new one, naming the move");
 }

@@ -517,6 +517,12 @@ fn main() {
         kill_9_during_preparation_leaves_no_half_table,
         capture::ctrl_c_ends_a_capture_with_the_setting_back_and_its_file_written,
         capture::kill_9_of_a_capture_then_restore_puts_the_setting_back,
+        capture::a_pool_connected_before_the_capture_is_captured,
+        capture::a_capture_and_a_run_longer_than_wait_timeout_put_everything_back,
+        capture::a_server_restarted_during_a_capture_is_waited_for,
+        capture::a_captures_out_is_never_the_servers_log_nor_touched_before_the_checks,
+        capture::a_capture_on_a_small_log_filesystem_stops_before_it_fills,
+        capture::a_dbas_change_during_a_capture_is_said_as_left,
         breaks::slow_log_holds_log_output_in_every_variant,
         breaks::a_variant_that_undoes_its_feature_is_refused,
         breaks::values_the_server_would_refuse_are_bad_input,
@@ -533,6 +539,7 @@ fn main() {
         identity::a_copy_that_carries_the_stamp_is_not_taken_for_its_server,
         identity::a_stale_local_journal_is_retired_not_applied_again,
         identity::a_setting_someone_changed_since_is_left_alone,
+        identity::a_server_moved_to_another_port_is_restored_where_it_is,
         ],
         || {
             let port = common::free_port();

@@ -202,3 +202,152 @@ pub(crate) fn the_session_and_the_login_refuse_what_the_classifier_would_miss(ct
         "locks without the classifier: {refused} statements refused by the server, state as found"
     );
 }
+
+/// Issue 50, on PostgreSQL: a view owned by the DBA whose body calls a SECURITY DEFINER
+/// function that creates a persistent replication slot, and the read-only mode lifted
+/// through a quoted name. The replay leaves both out (counted by why), no slot is made, and
+/// the dry run says what the locks do not cover.
+pub(crate) fn definer_code_and_quoted_settings_do_not_get_past_the_locks(ctx: &Ctx) {
+    let db = "t_pgprod";
+    let _ = ctx
+        .sql("postgres")
+        .batch_execute(&format!("CREATE DATABASE {db}"));
+    ctx.sql(db)
+        .batch_execute(
+            "CREATE TABLE IF NOT EXISTS items (id int PRIMARY KEY, name text); \
+             INSERT INTO items SELECT g, 'item ' || g FROM generate_series(1, 20) g \
+             ON CONFLICT DO NOTHING; \
+             CREATE OR REPLACE FUNCTION make_slot() RETURNS int SECURITY DEFINER \
+             LANGUAGE plpgsql AS $$ BEGIN \
+             PERFORM pg_create_physical_replication_slot('dbtax_definer_slot'); \
+             RETURN 1; EXCEPTION WHEN duplicate_object THEN RETURN 0; END $$; \
+             CREATE OR REPLACE VIEW v_slot AS SELECT id, make_slot() AS s FROM items; \
+             CREATE OR REPLACE VIEW v_plain AS SELECT id, name FROM items",
+        )
+        .unwrap();
+    let mut log = String::new();
+    let lines = [
+        "SELECT name FROM items WHERE id = 3",
+        "SELECT * FROM v_slot WHERE id = 1",
+        "SELECT * FROM v_plain WHERE id = 4",
+        "SET \"default_transaction_read_only\" = off",
+    ];
+    for (i, sql) in lines.iter().enumerate() {
+        log.push_str(&format!(
+            "2026-12-01 10:00:{i:02}.100 UTC [4200] LOG:  statement: {sql}\n"
+        ));
+    }
+    let path = ctx.work.join("prod-postgresql.log");
+    std::fs::write(&path, log).unwrap();
+    let mut dry = super::replay::replay_args(ctx, db, &path, "pg-prod-dry", &[]);
+    dry.push("--dry-run".into());
+    let d = ctx.run(&dry);
+    assert_eq!(d.status.code(), Some(0), "{}", text(&d));
+    assert!(text(&d).contains("public.v_slot"), "{}", text(&d));
+    assert!(text(&d).contains("do not cover"), "{}", text(&d));
+    let o = ctx.run(&super::replay::replay_args(
+        ctx,
+        db,
+        &path,
+        "pg-prod-replay",
+        &[],
+    ));
+    let slots: i64 = ctx
+        .sql("postgres")
+        .query_one(
+            "SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'dbtax_definer_slot'",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    if slots > 0 {
+        let _ = ctx
+            .sql("postgres")
+            .batch_execute("SELECT pg_drop_replication_slot('dbtax_definer_slot')");
+    }
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(slots, 0, "the definer's code made a replication slot");
+    let v = validate_results(&ctx.work.join("pg-prod-replay/results.json"));
+    let skipped = &v["workload"]["replay"]["read"]["skipped"];
+    assert_eq!(
+        skipped["reaches code that runs with other rights"], 1,
+        "{skipped}"
+    );
+    assert_eq!(
+        skipped["could lift the session's read-only mode"], 1,
+        "{skipped}"
+    );
+    assert_eq!(
+        v["workload"]["replay"]["read"]["statements"], 2,
+        "{skipped}"
+    );
+    println!("definer code on PostgreSQL: the view and the quoted setting left out, no slot made");
+}
+
+/// Issue 50: a temporary replay role that owns something when the run is killed (what
+/// reached definer code could have made it) is dropped by `dbtax restore` after what it
+/// owns, and every other step of the restore is done: it used to stop at DROP ROLE,
+/// leaving the login and postgresql.auto.conf's entry, and to wait for "the server to
+/// answer again".
+pub(crate) fn a_restore_drops_what_the_temporary_role_owns(ctx: &Ctx) {
+    let db = "t_pgprod";
+    let conf = preset_auto_conf(ctx);
+    let path = ctx.work.join("owned-postgresql.log");
+    let mut log = String::new();
+    for i in 0..40 {
+        log.push_str(&format!(
+            "2026-12-01 10:00:{:02}.{:03} UTC [4300] LOG:  statement: SELECT name FROM items \
+             WHERE id = {}\n",
+            i / 10,
+            i % 10 * 100,
+            i % 20 + 1
+        ));
+    }
+    std::fs::write(&path, log).unwrap();
+    let mut args = super::replay::replay_args(ctx, db, &path, "pg-owned", &[]);
+    let at = args.iter().position(|a| a == "--repeats").unwrap();
+    args[at + 1] = "30".into();
+    let mut child = ctx
+        .dbtax()
+        .args(&args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let role = || -> Option<String> {
+        ctx.sql("postgres")
+            .query_opt(
+                "SELECT rolname::text FROM pg_roles WHERE rolname LIKE 'dbtax_replay%'",
+                &[],
+            )
+            .unwrap()
+            .map(|r| r.get(0))
+    };
+    let start = Instant::now();
+    let name = loop {
+        if let Some(r) = role().filter(|_| ctx.show("log_statement") == "all") {
+            break r;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(90),
+            "no temporary role"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    let _ = child.wait();
+    ctx.sql(db)
+        .batch_execute(&format!(
+            "CREATE TABLE owned_by_reader (x int); ALTER TABLE owned_by_reader OWNER TO \
+             \"{name}\""
+        ))
+        .unwrap();
+    let r = ctx.run(&["restore", "--target", &ctx.url(db)]);
+    assert_eq!(r.status.code(), Some(0), "{}", text(&r));
+    assert!(text(&r).contains("DROP OWNED BY"), "{}", text(&r));
+    assert_eq!(role(), None, "the temporary role is left");
+    assert_eq!(ctx.show("log_statement"), "none");
+    assert_eq!(ctx.auto_conf(), conf, "postgresql.auto.conf");
+    assert_eq!(ctx.journals(), 0);
+    println!("a temporary role that owned a table: dropped after what it owned, the rest restored");
+}

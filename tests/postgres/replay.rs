@@ -329,3 +329,58 @@ pub(crate) fn a_capture_by_dbtax_replays_and_leaves_the_conf_as_found(ctx: &Ctx)
     }
     assert_eq!(ctx.auto_conf(), conf);
 }
+
+/// Issue 50: a capture on a PostgreSQL that writes csvlog, of a pool connected before it
+/// began, with an idle_session_timeout shorter than the capture: the pool's statements are
+/// captured (a reload reaches open sessions) and read back as csvlog (the capture used to
+/// say "0 statements" of a file a dry run reads), dbtax's admin connection outlives the
+/// timeout, and postgresql.auto.conf comes back as it was.
+pub(crate) fn a_capture_of_a_pool_in_csvlog_past_idle_session_timeout(ctx: &Ctx) {
+    let db = "t_pgpool";
+    let _ = ctx
+        .sql("postgres")
+        .batch_execute(&format!("CREATE DATABASE {db}"));
+    ctx.sql(db)
+        .batch_execute(
+            "CREATE TABLE IF NOT EXISTS items (id int PRIMARY KEY, name text); \
+             INSERT INTO items SELECT g, 'item ' || g FROM generate_series(1, 100) g \
+             ON CONFLICT DO NOTHING",
+        )
+        .unwrap();
+    let set = |sql: &str| {
+        let mut c = ctx.sql("postgres");
+        // (ALTER SYSTEM runs alone: not in the implicit transaction of a batch.)
+        for one in sql.split("; ") {
+            c.batch_execute(one).unwrap();
+        }
+        c.batch_execute("SELECT pg_reload_conf()").unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+    };
+    set(
+        "ALTER SYSTEM SET log_destination = 'csvlog'; ALTER SYSTEM SET idle_session_timeout = '2s'",
+    );
+    let conf = ctx.auto_conf();
+    let mut pool: Vec<postgres::Client> = (0..3).map(|_| ctx.sql(db)).collect();
+    let path = ctx.work.join("pg-pool-capture.csv");
+    let capture = common::Capture::start(ctx.dbtax(), "6s", &ctx.url(db), &path);
+    for round in 0..6 {
+        for (i, c) in pool.iter_mut().enumerate() {
+            c.query(
+                "SELECT name FROM items WHERE id = $1",
+                &[&(round * 3 + i as i32 + 1)],
+            )
+            .unwrap();
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let (code, said) = capture.finish();
+    let conf_after = ctx.auto_conf();
+    set("ALTER SYSTEM RESET log_destination; ALTER SYSTEM RESET idle_session_timeout");
+    assert_eq!(code, Some(0), "{said}");
+    assert_eq!(conf_after, conf, "{said}");
+    assert!(said.contains("18 statements in 3 sessions"), "{said}");
+    assert!(said.contains("log_min_duration_statement = 0"), "{said}");
+    let head = std::fs::read_to_string(&path).unwrap();
+    assert!(head.contains("SELECT name FROM items"), "{head}");
+    println!("a pool in csvlog past idle_session_timeout: 18 statements in 3 sessions captured");
+}

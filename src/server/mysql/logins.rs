@@ -6,6 +6,7 @@
 
 use super::admin::MysqlAdmin;
 use super::db_error;
+use crate::workload::replay::reach::{CodeObject, ServerCode};
 use anyhow::Result;
 use mysql::prelude::Queryable;
 
@@ -56,6 +57,38 @@ impl crate::server::Logins for MysqlAdmin {
     fn only_reads(&mut self) -> Result<Result<(), String>> {
         let grants: Vec<String> = self.conn().query("SHOW GRANTS").map_err(db_error)?;
         Ok(judge_grants(&grants))
+    }
+
+    /// Every view (its body runs with its definer's rights unless SQL SECURITY INVOKER, and
+    /// may call stored functions that do) and every stored function running with its
+    /// definer's rights, in every database: a replayed statement can name any of them.
+    fn server_code(&mut self, _schema: &str) -> Result<ServerCode> {
+        const SYSTEM: &str = "('mysql', 'sys', 'information_schema', 'performance_schema')";
+        let object = |(schema, name, definition): (String, String, Option<String>)| CodeObject {
+            schema,
+            name,
+            definition: definition.unwrap_or_default(),
+        };
+        let views: Vec<(String, String, Option<String>)> = self
+            .conn()
+            .query(format!(
+                "SELECT TABLE_SCHEMA, TABLE_NAME, VIEW_DEFINITION FROM information_schema.VIEWS \
+                 WHERE TABLE_SCHEMA NOT IN {SYSTEM}"
+            ))
+            .map_err(db_error)?;
+        let functions: Vec<(String, String, Option<String>)> = self
+            .conn()
+            .query(format!(
+                "SELECT ROUTINE_SCHEMA, ROUTINE_NAME, ROUTINE_DEFINITION FROM \
+                 information_schema.ROUTINES WHERE ROUTINE_TYPE = 'FUNCTION' AND \
+                 SECURITY_TYPE = 'DEFINER' AND ROUTINE_SCHEMA NOT IN {SYSTEM}"
+            ))
+            .map_err(db_error)?;
+        Ok(ServerCode {
+            views: views.into_iter().map(object).collect(),
+            definer_functions: functions.into_iter().map(object).collect(),
+            policies: vec![],
+        })
     }
 }
 

@@ -571,6 +571,21 @@ const BEFORE_PAREN: &[&str] = &[
     "default",
 ];
 
+/// What a built-in function of either family that is not shown safe does ("it sleeps"),
+/// or None for a name that is no such built-in (a stored function's, or one that only
+/// computes).
+pub(super) fn builtin(name: &str) -> Option<&'static str> {
+    match kind_of(name) {
+        Call::Sleep => Some("it sleeps"),
+        Call::Lock => Some("it takes a lock"),
+        Call::Sequence => Some("it moves a sequence"),
+        Call::Signal => Some("it signals another session"),
+        Call::Files => Some("it reaches files or large objects"),
+        Call::Server => Some("it changes or reads the server's own state"),
+        Call::Unknown => None,
+    }
+}
+
 /// What a function that is not shown safe does.
 fn kind_of(name: &str) -> Call {
     let n = name;

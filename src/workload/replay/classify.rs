@@ -88,6 +88,9 @@ pub mod reason {
     pub const UNREADABLE: &str = "cannot be read";
     /// Longer than a log statement may be (`replay::MAX_STATEMENT`).
     pub const TOO_LONG: &str = "longer than 16 MB";
+    /// Names a view, function or policy on the server whose code runs with other rights
+    /// and does more than read (`reach`).
+    pub const REACHES: &str = "reaches code that runs with other rights";
 }
 
 /// A statement's shape for `Verdicts`: `sql` with each number that stands alone as `0`. A
@@ -153,6 +156,19 @@ impl Verdicts {
     }
 }
 
+/// The verdict that does more of two: a write over a read, the server over a write.
+pub fn worse(a: Verdict, b: Verdict) -> Verdict {
+    if rank(b.class) > rank(a.class) { b } else { a }
+}
+
+fn rank(c: Class) -> u8 {
+    match c {
+        Class::Read => 0,
+        Class::Write => 1,
+        Class::Server => 2,
+    }
+}
+
 /// What `sql` (from a log of `dialect`'s servers) does: the worst of every way it can be
 /// read. `allowed`: functions and procedures the user allowed by name (lower-case).
 pub fn classify(sql: &str, dialect: Dialect, allowed: &[String]) -> Verdict {
@@ -169,14 +185,7 @@ pub fn classify(sql: &str, dialect: Dialect, allowed: &[String]) -> Verdict {
             Err(Unreadable::Refused(_)) => continue,
             Err(Unreadable::Beyond(_)) => server(reason::UNREADABLE),
         };
-        let rank = |c: Class| match c {
-            Class::Read => 0,
-            Class::Write => 1,
-            Class::Server => 2,
-        };
-        if rank(v.class) > rank(worst.class) {
-            worst = v;
-        }
+        worst = worse(worst, v);
         if worst.class == Class::Server {
             break;
         }
@@ -271,8 +280,9 @@ fn statement(toks: &[Tok], dialect: Dialect) -> Verdict {
         "savepoint" | "release" => READ,
         "set" => set(toks, dialect),
         "reset" if !my => {
-            // RESET ALL and the read-only settings would lift the session's mode.
-            match w(1) {
+            // RESET ALL and the read-only settings would lift the session's mode (a
+            // setting's name may be quoted).
+            match setting(toks.get(1)) {
                 "all"
                 | "default_transaction_read_only"
                 | "transaction_read_only"
@@ -440,23 +450,33 @@ fn set(toks: &[Tok], dialect: Dialect) -> Verdict {
     assignments(toks)
 }
 
+/// A word or a name as a setting is spelled: lower-case, quoted or not, without MySQL's
+/// `@@` (`@@tx_read_only`, `@@SESSION.x`, `` `tx_read_only` ``, PostgreSQL's
+/// `"default_transaction_read_only"` all name what their bare word names).
+fn setting(t: Option<&Tok>) -> &str {
+    match t {
+        Some(Tok::Word(w)) => w.strip_prefix("@@").unwrap_or(w),
+        Some(Tok::Name(n)) => n,
+        _ => "",
+    }
+}
+
 /// The words of a SET that make it more than a session's setting.
 fn assignments(toks: &[Tok]) -> Verdict {
     for (i, t) in toks.iter().enumerate() {
-        let Tok::Word(x) = t else { continue };
+        if !matches!(t, Tok::Word(_) | Tok::Name(_)) {
+            continue;
+        }
+        let x = setting(Some(t));
         let next = word(toks.get(i + 1));
-        match x.as_str() {
+        match x {
             "global"
             | "persist"
             | "persist_only"
-            | "@@global"
-            | "@@persist"
-            | "@@persist_only"
             | "password"
             | "role"
             | "authorization"
             | "sql_log_bin"
-            | "@@sql_log_bin"
             | "session_replication_role"
             | "pseudo_slave_mode"
             | "pseudo_thread_id"

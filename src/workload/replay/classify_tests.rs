@@ -376,3 +376,44 @@ fn statements_of_one_shape_have_one_verdict() {
     );
     assert_eq!(s, "SELECT c FROM sbtest1 WHERE id=0 AND k BETWEEN 0 AND 0");
 }
+
+#[test]
+fn every_spelling_of_a_setting_that_lifts_read_only_is_skipped() {
+    // Issue 50: `@@` forms and quoted names name the same settings as their bare words.
+    for s in [
+        "SET @@tx_read_only = 0",
+        "SET @@transaction_read_only = OFF",
+        "SET @@SESSION.transaction_read_only = 0",
+        "SET @@local.tx_read_only := 0",
+        "SET @@session.`tx_read_only` = 0",
+        "SET `transaction_read_only` = 0",
+        "SET STATEMENT @@tx_read_only = 0 FOR SELECT 1",
+    ] {
+        assert_eq!(my(s).reason, reason::LIFTS, "{s}");
+    }
+    assert_eq!(my("SET @@sql_log_bin = 0").class, Class::Server);
+    assert_eq!(my("SET @@persist.max_connections = 5").class, Class::Server);
+    for s in [
+        "SET \"default_transaction_read_only\" = off",
+        "SET SESSION \"transaction_read_only\" TO off",
+        "SET LOCAL \"Default_Transaction_Read_Only\" = false",
+        "RESET \"default_transaction_read_only\"",
+    ] {
+        assert_eq!(pg(s).reason, reason::LIFTS, "{s}");
+    }
+    // A user variable of the same name is the user's own.
+    assert_eq!(my("SET @tx_read_only = 0"), READ);
+}
+
+#[test]
+fn ansi_quotes_reading_is_one_of_the_readings() {
+    // Under ANSI_QUOTES a double quote opens a name (no escape inside) while single quotes
+    // still escape with a backslash: here the sleep is code. Read with backslashes escaping
+    // in both quotes it hides in a string, and with none the last quote is unterminated.
+    let sql = "SELECT \"\\\", SLEEP(5), '\\'' -- \"";
+    assert_eq!(my(sql).reason, reason::SLEEP, "{sql}");
+    let lock = "SELECT \"a\\\", GET_LOCK('app', 0), '\\'' -- \" FROM t";
+    assert_eq!(my(lock).reason, reason::LOCK, "{lock}");
+    // Plain reads with both quotes and backslashes stay reads.
+    assert_eq!(my("SELECT \"a\\\\b\", 'c\\'d' FROM t"), READ);
+}

@@ -2,7 +2,9 @@
 //! statement can be read more than one way: MySQL-family servers run `/*!NNNNN … */` up to
 //! their version and MariaDB runs `/*M!NNNNN … */` (MySQL ignores it), a backslash escapes a
 //! quote unless `NO_BACKSLASH_ESCAPES` (MySQL) or `standard_conforming_strings` (PostgreSQL,
-//! on by default) says it does not. Rather than guess the server's version and modes, the
+//! on by default) says it does not, and under MySQL's `ANSI_QUOTES` a double quote opens a
+//! name, in which a backslash is a plain character, while single-quoted strings still escape
+//! with one. Rather than guess the server's version and modes, the
 //! classifier lexes every reading (`readings`) and a statement is a read only if it is one in
 //! all of them. Comments, strings and quoted names never yield keywords.
 //!
@@ -46,6 +48,8 @@ struct Reading {
     exec_mask: u32,
     /// A backslash in a plain string escapes the next character.
     backslash: bool,
+    /// MySQL's ANSI_QUOTES: a double quote opens a name, where a backslash escapes nothing.
+    ansi_quotes: bool,
 }
 
 /// At most this many executable comments are read every way (2^N readings): a statement
@@ -80,20 +84,24 @@ pub fn readings(sql: &str, dialect: Dialect) -> Vec<Result<Vec<Tok>, Unreadable>
         ))];
     }
     let masks = 1u32 << openers;
-    let backslashes: &[bool] = if sql.contains('\\') {
-        &[true, false]
-    } else {
-        &[false]
+    // (backslash escapes, ANSI_QUOTES): without a backslash every mode reads alike; with
+    // one, the modes differ where a double quote is: escaping in both quotes, in single
+    // quotes only (ANSI_QUOTES), in neither (NO_BACKSLASH_ESCAPES, either way).
+    let modes: &[(bool, bool)] = match (sql.contains('\\'), sql.contains('"')) {
+        (false, _) => &[(false, false)],
+        (true, true) if dialect == Dialect::Mysql => &[(true, false), (true, true), (false, false)],
+        (true, _) => &[(true, false), (false, false)],
     };
-    let mut out = Vec::with_capacity(masks as usize * backslashes.len());
+    let mut out = Vec::with_capacity(masks as usize * modes.len());
     for exec_mask in 0..masks {
-        for &backslash in backslashes {
+        for &(backslash, ansi_quotes) in modes {
             out.push(lex(
                 sql,
                 dialect,
                 Reading {
                     exec_mask,
                     backslash,
+                    ansi_quotes,
                 },
             ));
         }
@@ -169,7 +177,7 @@ fn lex(sql: &str, dialect: Dialect, r: Reading) -> Result<Vec<Tok>, Unreadable> 
                 toks.push(Tok::Str);
             }
             b'"' => {
-                let end = quoted_end(b, i, b'"', my && r.backslash)?;
+                let end = quoted_end(b, i, b'"', my && r.backslash && !r.ansi_quotes)?;
                 toks.push(Tok::Name(lower(&sql[i + 1..end - 1])));
                 i = end;
             }

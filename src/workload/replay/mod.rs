@@ -17,6 +17,7 @@ pub mod mylog;
 pub mod pglog;
 pub mod pgprefix;
 mod pgsyslog;
+pub mod reach;
 pub mod script;
 pub mod slice;
 pub mod spec;
@@ -137,6 +138,16 @@ pub struct Bound {
     pub template: String,
     /// Its values in order.
     pub params: Vec<Param>,
+}
+
+/// `1 statement`, `2 statements`: a count with its noun, in the singular for one (regular
+/// plurals only: "session", "statement", "kind", "block").
+pub fn plural(n: u64, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
 }
 
 /// A value a prepared statement was executed with.

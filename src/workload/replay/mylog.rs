@@ -333,6 +333,10 @@ struct SlowBlock {
     sql: String,
     /// `Rows_sent: N` from the entry's `# Query_time:` line.
     rows: Option<u64>,
+    /// The entry has its `# Query_time:` line: every server writes one, so an entry
+    /// without it is the tail of one cut at the log's start (pt-query-digest leaves such
+    /// an entry out too).
+    timed: bool,
 }
 
 impl<R: BufRead> SlowLog<R> {
@@ -369,7 +373,13 @@ impl<R: BufRead> SlowLog<R> {
         sql.truncate(end);
         let start = sql.len() - sql.trim_start().len();
         sql.drain(..start);
-        if !sql.is_empty() {
+        if !sql.is_empty() && !b.timed {
+            self.malformed.push(Malformed {
+                line: b.line,
+                why: "an entry without its # Query_time line (the log begins inside it): \
+                      left out",
+            });
+        } else if !sql.is_empty() {
             self.ready.push_back(Entry {
                 line: b.line,
                 session: b.session,
@@ -394,6 +404,9 @@ impl<R: BufRead> SlowLog<R> {
     fn read(&mut self, line: &str) {
         if header(line) {
             self.close();
+        } else if line == "#" || line.starts_with("# explain: ") {
+            // MariaDB's log_slow_verbosity=explain: the plan, between `#` lines, in the
+            // header (before `SET timestamp`).
         } else if let Some(t) = line.strip_prefix("# Time: ") {
             self.close();
             // MySQL 5.0/5.1 and Percona write the block's first header on the same line:
@@ -434,6 +447,7 @@ impl<R: BufRead> SlowLog<R> {
             // are read, what the replay's are compared with.
             if rest.starts_with("Query_time: ") {
                 if let Some(b) = self.block.as_mut() {
+                    b.timed = true;
                     b.rows = after(rest, &FINDERS.rows_sent)
                         .and_then(|(_, n)| num(n.split_whitespace().next().unwrap_or("")))
                         .map(|n| n as u64);

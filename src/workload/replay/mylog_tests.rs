@@ -220,7 +220,7 @@ fn times_out_of_range_are_no_times() {
     assert_eq!(parse_time("261201 10:61:00"), None);
     assert!(parse_time("2026-12-01T10:00:00.5Z").is_some());
     // A slow log's SET timestamp too large for µs is left out, not multiplied over.
-    let log = b"# User@Host: a[a] @ localhost []\n# Thread_id: 5\nSET timestamp=9223372036854775;\nSELECT 1;\n";
+    let log = b"# User@Host: a[a] @ localhost []\n# Thread_id: 5\n# Query_time: 0.1  Lock_time: 0.0  Rows_sent: 1  Rows_examined: 1\nSET timestamp=9223372036854775;\nSELECT 1;\n";
     let entries: Vec<Entry> = SlowLog::new(&log[..]).collect();
     assert_eq!(entries.len(), 1);
     assert_eq!(entries[0].at_us, None);
@@ -285,4 +285,46 @@ SELECT 1;
     );
     assert!(e.iter().any(|e| e.what == What::InitDb("shop".into())));
     assert_eq!(e[0].at_us, parse_time("100624 11:48:27"));
+}
+
+/// Issue 50: a slow log that begins inside an entry (its first lines the tail of a header
+/// and statement, the `# Query_time` line cut off) leaves that entry out, as pt-query-digest
+/// does, where it was read as a statement of its own.
+#[test]
+fn a_slow_log_that_begins_inside_an_entry_leaves_that_entry_out() {
+    let log = b" Rows_examined: 1\n# Rows_affected: 0  Bytes_sent: 0\nSET timestamp=1796378399;\nSELECT 0 FROM t WHERE a = 1;\n# Time: 2026-12-04T10:00:00.000000Z\n# User@Host: app[app] @ localhost []\n# Thread_id: 5  Schema: shop  QC_hit: No\n# Query_time: 0.000100  Lock_time: 0.000010  Rows_sent: 1  Rows_examined: 1\nSET timestamp=1796378400;\nSELECT 1 FROM t WHERE a = 1;\n";
+    let mut reader = SlowLog::new(&log[..]);
+    let statements: Vec<String> = reader
+        .by_ref()
+        .filter_map(|e| match e.what {
+            What::Query(q) => Some(q),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(statements, ["SELECT 1 FROM t WHERE a = 1"]);
+    assert!(reader.malformed.count >= 1);
+}
+
+/// Issue 50: MariaDB's slow log with log_slow_verbosity=explain writes the plan in the
+/// header, between `#` lines: the statement is the one after `SET timestamp`, not the
+/// lone `#`.
+#[test]
+fn a_mariadb_slow_log_with_explain_lines_reads_its_statements() {
+    let log = "# Time: 231204 10:00:00\n# User@Host: root[root] @ localhost []\n# Thread_id: 8  Schema: test  QC_hit: No\n# Query_time: 0.000170  Lock_time: 0.000053  Rows_sent: 3  Rows_examined: 3\n# Rows_affected: 0  Bytes_sent: 91\n#\n# explain: id\tselect_type\ttable\ttype\tpossible_keys\tkey\tkey_len\tref\trows\tr_rows\tfiltered\tr_filtered\tExtra\n# explain: 1\tSIMPLE\tt1\tALL\tNULL\tNULL\tNULL\tNULL\t3\t3.00\t100.00\t100.00\t\n#\nSET timestamp=1701684000;\nselect * from t1;\n# User@Host: root[root] @ localhost []\n# Thread_id: 8  Schema: test  QC_hit: No\n# Query_time: 0.000100  Lock_time: 0.000050  Rows_sent: 1  Rows_examined: 1\n# Rows_affected: 0  Bytes_sent: 60\n#\n# explain: id\tselect_type\ttable\ttype\n# explain: 1\tSIMPLE\tNULL\tNULL\n#\nSET timestamp=1701684001;\nselect 1;\n";
+    let mut reader = SlowLog::new(log.as_bytes());
+    let statements: Vec<(String, Option<u64>)> = reader
+        .by_ref()
+        .filter_map(|e| match e.what {
+            What::Query(q) => Some((q, e.rows)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        statements,
+        [
+            ("select * from t1".to_string(), Some(3)),
+            ("select 1".to_string(), Some(1))
+        ]
+    );
+    assert_eq!(reader.malformed.count, 0);
 }

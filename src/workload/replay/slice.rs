@@ -7,13 +7,14 @@
 //! statement, its session's default database at the time, and its fingerprint's tag (the
 //! most frequent fingerprints are timed one by one).
 
-use super::classify::{Class, Verdict, reason};
+use super::classify::{Class, Verdict, reason, worse};
 use super::csvlog::PgCsvLog;
 use super::fingerprint::digest;
 use super::fx::Fx;
 use super::lex::Dialect;
 use super::mylog::{GeneralLog, SlowLog};
 use super::pglog::PgStderrLog;
+use super::plural;
 use super::spec::{LogFormat, Mark, ReplaySpec};
 use super::{LogReader, MalformedLines, Param, What};
 use crate::error::usage;
@@ -187,18 +188,27 @@ fn open(path: &Path, format: LogFormat, prefix: Option<&str>) -> Result<Box<dyn 
     })
 }
 
+/// A log's first 256 KB, which its format is told from.
+fn head_bytes(path: &Path) -> std::io::Result<Vec<u8>> {
+    let mut head = vec![];
+    BufReader::new(std::fs::File::open(path)?)
+        .take(256 * 1024)
+        .read_to_end(&mut head)?;
+    Ok(head)
+}
+
+/// A log's first 256 KB as text (`LogFormat::detect` reads it).
+pub fn head_of(path: &Path) -> std::io::Result<String> {
+    Ok(String::from_utf8_lossy(&head_bytes(path)?).into_owned())
+}
+
 /// The log's format: as given, or told from its first 256 KB.
 pub fn format_of(spec: &ReplaySpec) -> Result<LogFormat> {
     regular(&spec.log)?;
     if let Some(f) = spec.format {
         return Ok(f);
     }
-    let file = std::fs::File::open(&spec.log)
-        .map_err(|e| usage(format!("cannot read the log {}: {e}", spec.log.display())))?;
-    let mut head = vec![];
-    BufReader::new(file)
-        .take(256 * 1024)
-        .read_to_end(&mut head)
+    let head = head_bytes(&spec.log)
         .map_err(|e| usage(format!("cannot read the log {}: {e}", spec.log.display())))?;
     let packed = [
         (&b"\x1f\x8b"[..], "gzip", "zcat"),
@@ -373,7 +383,18 @@ pub fn load(spec: &ReplaySpec, span: Option<std::time::Duration>) -> Result<Slic
                 reason: reason::TOO_LONG,
             }
         } else {
-            verdicts.classify(&sql, dialect, &spec.functions)
+            // A prepared execution runs its template with the values bound, which need not
+            // read as the logged text does (a value can look like a quote or a comment
+            // there): both must be reads. (Sent as text when the server refuses to prepare
+            // it, the logged text runs.)
+            let text = verdicts.classify(&sql, dialect, &spec.functions);
+            match &bound {
+                Some(b) if text.class != Class::Server => worse(
+                    text,
+                    verdicts.classify(&b.template, dialect, &spec.functions),
+                ),
+                _ => text,
+            }
         };
         match verdict.class {
             Class::Server => slice.stats.skipped_server += 1,
@@ -607,14 +628,92 @@ impl Slice {
     }
 }
 
+impl Slice {
+    /// The slice without the statements that name an object of `unsafe_` (code that runs
+    /// with other rights than the replay's: `reach`), counted as left out under
+    /// `reason::REACHES`; None when no statement does.
+    pub fn leave_out(&self, unsafe_: &super::reach::Unsafe) -> Option<Slice> {
+        if unsafe_.is_empty() {
+            return None;
+        }
+        let dialect = match LogFormat::parse(&self.stats.format).map(LogFormat::family) {
+            Ok("mysql") => Dialect::Mysql,
+            _ => Dialect::Postgres,
+        };
+        // Each shape once (most of a log's statements are a few shapes).
+        let mut known: HashMap<String, bool, Fx> = HashMap::default();
+        let mut shape = String::new();
+        let mut reaches = |sql: &str| -> bool {
+            super::classify::number_shape(sql, &mut shape);
+            if let Some(&r) = known.get(shape.as_str()) {
+                return r;
+            }
+            let r = super::reach::reaches(sql, dialect, unsafe_).is_some();
+            known.insert(shape.clone(), r);
+            r
+        };
+        let bad_templates: Vec<bool> = self.templates.iter().map(|t| reaches(&t.sql)).collect();
+        let keep: Vec<bool> = self
+            .stmts
+            .iter()
+            .map(|st| {
+                !(reaches(&st.sql)
+                    || bad_templates
+                        .get(st.prep as usize)
+                        .copied()
+                        .unwrap_or(false))
+            })
+            .collect();
+        let left = keep.iter().filter(|k| !**k).count() as u64;
+        if left == 0 {
+            return None;
+        }
+        let mut stats = self.stats.clone();
+        stats.statements -= left;
+        stats.skipped_server += left;
+        *stats
+            .skipped
+            .entry(super::classify::reason::REACHES.to_string())
+            .or_default() += left;
+        let mut fingerprints = self.fingerprints.clone();
+        for (st, k) in self.stmts.iter().zip(&keep) {
+            if !k && let Some(f) = fingerprints.get_mut(st.tag as usize) {
+                f.count = f.count.saturating_sub(1);
+            }
+        }
+        // (Kept at zero: a statement's tag is its fingerprint's index.)
+        Some(Slice {
+            stmts: self
+                .stmts
+                .iter()
+                .zip(&keep)
+                .filter(|(_, k)| **k)
+                .map(|(st, _)| st.clone())
+                .collect(),
+            sessions: self.sessions,
+            uses: self.uses.clone(),
+            fingerprints,
+            stats,
+            templates: self.templates.clone(),
+            prepare_refused: Default::default(),
+        })
+    }
+}
+
 /// What a replay would replay, for `--dry-run`: the slice, what was left out and why, and
 /// the most frequent fingerprints.
 pub fn describe(slice: &Slice) -> String {
     let st = &slice.stats;
     let mut s = format!(
-        "  replay     {} statements of {} sessions ({} log, {} entries read, slice ended by \
-         {}), {:.1} s recorded ({:.0} statements/s)\n",
-        st.statements, st.sessions, st.format, st.entries, st.ended_by, st.span_s, st.recorded_rate
+        "  replay     {} of {} ({} log, {} entries read, slice ended by {}), {:.1} s \
+         recorded ({:.0} statements/s)\n",
+        plural(st.statements, "statement"),
+        plural(u64::from(st.sessions), "session"),
+        st.format,
+        st.entries,
+        st.ended_by,
+        st.span_s,
+        st.recorded_rate
     );
     s += &format!(
         "  left out   {} statements that change data or schema, {} that change the server, {} \
@@ -632,9 +731,10 @@ pub fn describe(slice: &Slice) -> String {
     );
     if st.prepared > 0 {
         s += &format!(
-            "  prepared   {} of them executions of {} prepared statements, replayed prepared \
-             with their recorded values\n",
-            st.prepared, st.prepared_statements
+            "  prepared   {} of them executions of {}, replayed prepared with their \
+             recorded values\n",
+            st.prepared,
+            plural(st.prepared_statements, "prepared statement")
         );
     }
     for f in slice.fingerprints.iter().take(5) {

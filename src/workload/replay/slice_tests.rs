@@ -135,11 +135,13 @@ fn a_slow_log_use_holds_for_every_session_after_it() {
 # Time: 261201 10:00:00
 # User@Host: app[app] @ localhost []
 # Thread_id: 5  Schema: shop  QC_hit: No
+# Query_time: 0.000100  Lock_time: 0.000010  Rows_sent: 1  Rows_examined: 1
 use shop;
 SET timestamp=1796119200;
 SELECT 1 FROM t;
 # User@Host: app[app] @ localhost []
 # Thread_id: 6  Schema: shop  QC_hit: No
+# Query_time: 0.000100  Lock_time: 0.000010  Rows_sent: 1  Rows_examined: 1
 SET timestamp=1796119201;
 SELECT 2 FROM t;
 ";

@@ -359,6 +359,13 @@ impl ReplaySpec {
                     "--replay-functions takes names: --replay-functions price_of,app.tax",
                 ));
             }
+            let bare = f.rsplit('.').next().unwrap_or(&f);
+            if let Some(does) = super::calls::builtin(bare) {
+                return Err(usage(format!(
+                    "--replay-functions names the user's stored functions that only read; \
+                     {f} is the server's own ({does}), and dbtax never lets it through"
+                )));
+            }
             if !self.functions.contains(&f) {
                 self.functions.push(f);
             }

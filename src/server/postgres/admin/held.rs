@@ -217,7 +217,7 @@ impl PgAdmin {
             .collect())
     }
 
-    fn journal_conn(&self, db: &str) -> Result<postgres::Client> {
+    pub(super) fn journal_conn(&self, db: &str) -> Result<postgres::Client> {
         let mut c = self.base.clone();
         c.dbname(db);
         super::super::connect_with(&c, self.tls.as_ref()).map_err(db_error)

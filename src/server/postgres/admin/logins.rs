@@ -7,6 +7,7 @@
 
 use super::super::{db_error, quote_ident, quote_literal};
 use super::PgAdmin;
+use crate::workload::replay::reach::{CodeObject, ServerCode};
 use anyhow::Result;
 
 /// Roles whose members can reach beyond the database's data (signal sessions, run
@@ -46,10 +47,79 @@ impl crate::server::Logins for PgAdmin {
         ])
     }
 
+    /// Drop the temporary role, after what it owns (a replayed statement that reached code
+    /// running with other rights may have made large objects or tables in its name): DROP
+    /// OWNED BY in each database where it owns something or holds a privilege (pg_shdepend
+    /// says which), then the role. A role that is gone already is no error.
     fn drop_reader(&mut self, spec: &str) -> Result<String> {
-        let sql = format!("DROP ROLE IF EXISTS {}", quote_ident(spec));
+        let role = quote_ident(spec);
+        let dbs: Vec<String> = self
+            .conn
+            .query(
+                "SELECT DISTINCT d.datname FROM pg_shdepend s JOIN pg_roles r \
+                 ON r.oid = s.refobjid JOIN pg_database d ON d.oid = s.dbid \
+                 WHERE r.rolname = $1 AND s.deptype IN ('o', 'a', 'i')",
+                &[&spec],
+            )
+            .map_err(db_error)?
+            .into_iter()
+            .map(|r| r.get(0))
+            .collect();
+        let mut done = vec![];
+        for db in &dbs {
+            let drop_owned = format!("DROP OWNED BY {role}");
+            self.journal_conn(db)?
+                .batch_execute(&drop_owned)
+                .map_err(db_error)?;
+            done.push(format!("{drop_owned} (in database {db})"));
+        }
+        let sql = format!("DROP ROLE IF EXISTS {role}");
         self.conn.batch_execute(&sql).map_err(db_error)?;
-        Ok(sql)
+        done.push(sql);
+        Ok(done.join("; "))
+    }
+
+    /// In the replay's database: every view (it runs with its owner's rights unless
+    /// security_invoker), every SECURITY DEFINER function, every row-level policy (its
+    /// expression runs on each read of its table).
+    fn server_code(&mut self, schema: &str) -> Result<ServerCode> {
+        const USER_SCHEMAS: &str = "n.nspname NOT IN ('pg_catalog', 'information_schema') \
+             AND n.nspname NOT LIKE 'pg_toast%'";
+        let mut c = self.journal_conn(schema)?;
+        let rows = |c: &mut postgres::Client, sql: &str| -> Result<Vec<CodeObject>> {
+            Ok(c.query(sql, &[])
+                .map_err(db_error)?
+                .into_iter()
+                .map(|r| CodeObject {
+                    schema: r.get(0),
+                    name: r.get(1),
+                    definition: r.get::<_, Option<String>>(2).unwrap_or_default(),
+                })
+                .collect())
+        };
+        Ok(ServerCode {
+            views: rows(
+                &mut c,
+                &format!(
+                    "SELECT n.nspname::text, c.relname::text, pg_get_viewdef(c.oid) FROM \
+                     pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE \
+                     c.relkind = 'v' AND {USER_SCHEMAS}"
+                ),
+            )?,
+            definer_functions: rows(
+                &mut c,
+                &format!(
+                    "SELECT n.nspname::text, p.proname::text, NULL::text FROM pg_proc p \
+                     JOIN pg_namespace n ON n.oid = p.pronamespace WHERE p.prosecdef AND \
+                     {USER_SCHEMAS}"
+                ),
+            )?,
+            policies: rows(
+                &mut c,
+                "SELECT schemaname::text, tablename::text, 'SELECT ' || coalesce(qual, 'true') \
+                 FROM pg_policies",
+            )?,
+        })
     }
 
     fn only_reads(&mut self) -> Result<Result<(), String>> {

@@ -152,6 +152,16 @@ fn restore_alter(name: &str, value: &str, persisted: Option<Option<&str>>) -> St
 }
 
 impl Settings for PgAdmin {
+    /// Session settings of a superuser (others may not: then logged as any session is).
+    /// The settings this session reads come from pg_settings, which shows its own values:
+    /// only a connection that reads none of them is made quiet.
+    fn quiet(&mut self) {
+        let _ = self.conn.batch_execute(
+            "SET log_min_duration_statement = -1; SET log_statement = 'none'; \
+             SET log_min_duration_sample = -1",
+        );
+    }
+
     fn global_vars(&mut self, names: &[&str]) -> Result<BTreeMap<String, String>> {
         let mut out: BTreeMap<String, String> = self
             .settings(names)?
