@@ -291,7 +291,9 @@ pub fn a_capture_on_a_small_log_filesystem_stops_before_it_fills(ctx: &Ctx) {
     };
     let out = ctx.work.join("capture-small.log");
     let (child, _said, rest) = start_capture(ctx, &out, "60s");
-    // A busy application: long statements, as fast as the server answers.
+    // A busy application: 4 KB statements, about a thousand a second (some 4 MB of log a
+    // second: more than the 10% of this filesystem kept free between two of the old
+    // guard's readings, half a second apart).
     let load = {
         let stop = stop.clone();
         let socket = ctx.socket.clone();
@@ -302,6 +304,7 @@ pub fn a_capture_on_a_small_log_filesystem_stops_before_it_fills(ctx: &Ctx) {
                 if c.query_drop(format!("SELECT '{filler}'")).is_err() {
                     break;
                 }
+                std::thread::sleep(Duration::from_micros(900));
             }
         })
     };
