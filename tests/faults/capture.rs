@@ -157,7 +157,7 @@ pub fn a_capture_and_a_run_longer_than_wait_timeout_put_everything_back(ctx: &Ct
         &ctx.socket_url("f_wait"),
         &["general-log"],
         "1",
-        "3",
+        "2",
         &run_out,
     );
     set_arg(&mut args, "--trial", "3s");
