@@ -52,13 +52,15 @@ demo-quick: deps build
 ## every test must pass on a busy machine.
 test: test-deps
 	$(CARGO) fmt --check
-	$(CARGO) clippy --all-targets -- -D warnings
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	RUSTDOCFLAGS="-D rustdoc::broken_intra_doc_links -D rustdoc::private_intra_doc_links" \
+	  $(CARGO) doc --workspace --no-deps --quiet
 	@if [ -n "$$DBTAX_TEST_NEIGHBOUR" ] && [ "$$DBTAX_TEST_NEIGHBOUR" != 0 ]; then \
 	  bash tests/neighbour.sh & pid=$$!; \
 	  echo "neighbour: a CPU hog (pid $$pid) takes one core 4-6 s in every 9-13 s"; \
-	  $(CARGO) test; rc=$$?; kill $$pid; wait $$pid 2>/dev/null; exit $$rc; \
+	  $(CARGO) test --workspace; rc=$$?; kill $$pid; wait $$pid 2>/dev/null; exit $$rc; \
 	else \
-	  $(CARGO) test; \
+	  $(CARGO) test --workspace; \
 	fi
 
 ## The suite with its neighbour on, as CI runs it.

@@ -1,5 +1,8 @@
 //! Flags and their docs only (clap derive). Durations and sizes are typed here by their value
 //! parsers; `config` turns the rest into validated values. Nothing below `config` sees a flag.
+//! The doc comments below are the command line's help text (`ssh://[user@]host`, `<name>`),
+//! not links nor HTML: the doc tool's link and tag checks are off for this file.
+#![allow(rustdoc::broken_intra_doc_links, rustdoc::invalid_html_tags)]
 
 use crate::client::mode::QueryMode;
 use crate::workload::WorkloadKind;
@@ -574,6 +577,13 @@ pub struct CaptureArgs {
     /// Where to write the captured log (default: ./dbtax-capture-<time>.log).
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
+    /// What logs the statements: general-log (the default on MariaDB/MySQL: it reaches every
+    /// session at once, a pool's connections opened before the capture too; it has no
+    /// Rows_sent) or slow-log (long_query_time = 0: it reaches only sessions opened after it
+    /// on MariaDB, and records each statement's rows and duration; the default on
+    /// PostgreSQL, where log_min_duration_statement = 0 reaches every session)
+    #[arg(long, value_name = "FEATURE", value_parser = ["general-log", "slow-log"])]
+    pub source: Option<String>,
     /// Stop early once the log has grown by this much, e.g. 500M, 2G.
     #[arg(help_heading = "Safety", long, value_parser = crate::units::bytes)]
     pub max_log_bytes: Option<u64>,

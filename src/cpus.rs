@@ -8,7 +8,6 @@
 //! separate them.
 
 use anyhow::{Result, bail};
-use serde::{Deserialize, Serialize};
 
 /// What the user asked.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -29,20 +28,7 @@ pub enum Choice {
 }
 
 /// Where server and load ran, as results.json records it (`cpus`).
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
-pub struct Cpus {
-    /// The CPUs the server's threads may run on.
-    pub server: Vec<usize>,
-    /// The CPUs dbtax's load threads may run on.
-    pub load: Vec<usize>,
-}
-
-impl Cpus {
-    /// Whether some CPU is in both sets.
-    pub fn shared(&self) -> bool {
-        self.server.iter().any(|c| self.load.contains(c))
-    }
-}
+pub use crate::results::Cpus;
 
 /// Parse `server=1,load=0` (each a list such as `0-3,6`).
 pub fn parse_choice(s: &str) -> Result<Choice> {

@@ -17,10 +17,9 @@ pub enum Failure {
 }
 
 /// The server stopped answering (its connection is gone), as opposed to refusing a
-/// statement: a run restores what it can and says the server went away.
-#[derive(Debug, Error)]
-#[error("{0}")]
-pub struct ServerLost(pub String);
+/// statement: a run restores what it can and says the server went away (the experiment's
+/// loop, in the statistics crate, words it).
+pub use dbtax_stats::ServerLost;
 
 /// Shorthand for a usage error wrapped in anyhow.
 pub fn usage(msg: impl Into<String>) -> anyhow::Error {
@@ -51,12 +50,14 @@ pub fn server_gone(err: &anyhow::Error) -> bool {
         .any(|c| c.downcast_ref::<ServerLost>().is_some())
 }
 
-/// The exit code for an error chain: 2 for usage, 130 for interrupt, 1 otherwise.
+/// The exit code for an error chain: 2 for usage (and a log the reader says is bad input),
+/// 130 for interrupt, 1 otherwise.
 pub fn exit_code(err: &anyhow::Error) -> u8 {
     for cause in err.chain() {
         match cause.downcast_ref::<Failure>() {
             Some(Failure::Usage(_)) => return 2,
             Some(Failure::Interrupted) => return 130,
+            None if cause.downcast_ref::<dbtax_logs::BadInput>().is_some() => return 2,
             None => {}
         }
     }

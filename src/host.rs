@@ -358,19 +358,8 @@ pub fn rfc3339_seconds(s: &str) -> Option<f64> {
         t.next()?.parse::<f64>().ok()?,
     );
     let sec = t.next()?.parse::<f64>().ok()?;
-    let days = days_from_civil(y, m, day);
+    let days = dbtax_logs::time::days_from_civil(y, m, day);
     Some(days as f64 * 86_400.0 + h * 3600.0 + min * 60.0 + sec)
-}
-
-/// Days since 1970-01-01 of a civil date (Howard Hinnant's algorithm): the log readers'
-/// times and `rfc3339_seconds`.
-pub fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let doy = (153 * (m + if m > 2 { -3 } else { 9 }) + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
 }
 
 #[cfg(test)]

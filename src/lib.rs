@@ -2,6 +2,7 @@
 //! (config → server → workload → load → experiment → stats → report); `main.rs` only wires the CLI to it.
 
 pub mod agent;
+pub mod capture;
 pub mod cli;
 pub mod client;
 pub mod commands;
@@ -18,9 +19,9 @@ pub mod load;
 pub mod out;
 pub mod probe;
 pub mod report;
-pub mod results;
-pub mod rng;
 pub mod server;
-pub mod stats;
 pub mod units;
 pub mod workload;
+
+// The statistics crate's modules, where the rest of dbtax names them.
+pub use dbtax_stats::{results, rng, stats};

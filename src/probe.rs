@@ -318,6 +318,10 @@ pub fn reading_lost(e: &anyhow::Error) -> Option<String> {
         c.downcast_ref::<LateReading>()
             .map(|l| l.to_string())
             .or_else(|| c.downcast_ref::<ReadingsApart>().map(|a| a.to_string()))
+            .or_else(|| {
+                c.downcast_ref::<dbtax_stats::run::hooks::TrialLost>()
+                    .map(|t| t.0.clone())
+            })
     })
 }
 

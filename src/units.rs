@@ -7,8 +7,9 @@ use std::time::Duration;
 
 /// The largest size accepted (1 PiB): anything above is a typo, not a limit.
 pub const MAX_BYTES: u64 = 1 << 50;
-/// The longest duration accepted (one week).
-pub const MAX_DURATION: Duration = Duration::from_secs(7 * 24 * 3600);
+/// The longest duration accepted (one week), and durations as people write them ("10s",
+/// "500ms", "2m", "1h"): the log reader's, which reads a log's offsets the same way.
+pub use dbtax_logs::time::{MAX_DURATION, duration};
 
 /// "500ms" → ("500", "ms"); a bare number has an empty unit.
 fn split_unit(s: &str) -> (&str, &str) {
@@ -25,29 +26,6 @@ pub fn threads(s: &str) -> Result<u32, String> {
         Ok(n) if (1..=4096).contains(&n) => Ok(n as u32),
         _ => Err("--threads must be at least 1 (a whole number of clients, at most 4096)".into()),
     }
-}
-
-/// Parse "10s", "500ms", "2m", "1h", "1.5s" or a bare number of seconds. Err: what to write.
-pub fn duration(s: &str) -> Result<Duration, String> {
-    let (num, unit) = split_unit(s);
-    let factor = match unit.trim() {
-        "ms" => 0.001,
-        "" | "s" | "sec" | "secs" => 1.0,
-        "m" | "min" => 60.0,
-        "h" => 3600.0,
-        _ => f64::NAN,
-    };
-    let secs = num.parse::<f64>().unwrap_or(f64::NAN) * factor;
-    if !secs.is_finite() || secs < 0.0 {
-        return Err(format!(
-            "'{s}' is not a duration: write one such as 500ms, 10s, 2m or 1h"
-        ));
-    }
-    let d = Duration::from_secs_f64(secs);
-    if d > MAX_DURATION {
-        return Err(format!("'{s}' is longer than a week"));
-    }
-    Ok(d)
 }
 
 /// Parse a byte size: "500M", "2G", "1024", "10k" (binary units). Err: what to write.
@@ -111,7 +89,7 @@ pub fn parse_bytes(what: &str, s: &str) -> Result<u64> {
 }
 
 /// A count with its noun, in the singular for one (the log reader's, which its words use).
-pub use crate::workload::replay::plural;
+pub use dbtax_logs::plural;
 
 #[cfg(test)]
 mod tests {

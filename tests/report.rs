@@ -4,7 +4,8 @@
 mod common;
 
 use common::{fixture, fixture_path};
-use dbtax::report::{self, compare, csv};
+use dbtax::report::page::compare;
+use dbtax::report::{self, csv};
 
 #[test]
 fn fixtures_match_the_committed_schema() {
@@ -439,7 +440,7 @@ fn each_verdict_is_worded_in_every_form_with_its_detectable_effect() {
         (o.pct, o.ci95_pct, o.significant, o.p_value, o.robust) =
             (pct, ci, significant, p_value, None);
         o.mde_pct = Some(mde);
-        let verdict = dbtax::stats::verdict::of(o, negligible.unwrap_or(2.0));
+        let verdict = dbtax_stats::intervals::verdict::of(o, negligible.unwrap_or(2.0));
         o.verdict = Some(verdict);
         let json = serde_json::to_value(&r).unwrap();
         let errors = common::schema_errors(&json);
@@ -539,13 +540,13 @@ fn a_capacity_run_is_tabled_worded_and_compared() {
         c.rate = c.rate.map(|x| x * 0.9);
         c.ci95 = c.ci95.map(|[lo, hi]| [lo * 0.9, hi * 0.9]);
     }
-    let cmp = dbtax::report::compare::render_text(&a, &b);
+    let cmp = dbtax::report::page::compare::render_text(&a, &b);
     assert!(
         cmp.contains("general-log at p99 ≤ 5 ms: B/A ×0.900"),
         "{cmp}"
     );
     assert!(cmp.contains("B: 526/s [399, 653], -5.9%"), "{cmp}");
-    let page = dbtax::report::compare::render_html(&a, &b);
+    let page = dbtax::report::page::compare::render_html(&a, &b);
     assert_eq!(
         page.matches("class=\"objective\"").count(),
         2,

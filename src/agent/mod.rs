@@ -5,8 +5,8 @@
 //! measured window opens and closes. Agents only load: they answer with their counters, their
 //! own CPU and their histograms (V2-serialized), which the coordinator adds exactly.
 //!
-//! `protocol`: the messages; `serve`: the agent's side; `launch`: starting an agent's
-//! process; `pool`: the agents, hello and clocks; `trial`: the pool as a `load::Load`, one
+//! [`protocol`]: the messages; [`serve`]: the agent's side; [`launch`]: starting an agent's
+//! process; [`pool`]: the agents, hello and clocks; [`trial`]: the pool as a `load::Load`, one
 //! trial over every agent.
 
 pub mod launch;

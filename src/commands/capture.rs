@@ -1,8 +1,8 @@
 //! `dbtax capture`: log every statement a while, put the setting back, write the file.
 
+use crate::capture::{CaptureSpec, capture};
 use crate::cli::CaptureArgs;
 use crate::config::server_config;
-use crate::experiment::capture::{CaptureSpec, capture};
 use crate::units::plural;
 use anyhow::Result;
 use std::path::PathBuf;
@@ -38,6 +38,7 @@ pub fn run(args: CaptureArgs) -> Result<()> {
         duration: args.duration,
         out: out.clone(),
         max_log_bytes: args.max_log_bytes,
+        source: args.source.clone(),
         server_host,
     };
     let c = capture(&config, &spec, &mut |m| crate::errln!("{m}"))?;

@@ -2,7 +2,7 @@
 
 use crate::cli::CompareArgs;
 use crate::report;
-use anyhow::{Context, Result};
+use anyhow::Result;
 
 /// Two results side by side.
 pub fn run(args: CompareArgs) -> Result<()> {
@@ -35,10 +35,9 @@ pub fn run(args: CompareArgs) -> Result<()> {
             closed.display()
         )));
     }
-    crate::out!("{}", report::compare::render_text(&a, &b));
+    crate::out!("{}", report::page::compare::render_text(&a, &b));
     if let Some(p) = &args.html {
-        std::fs::write(p, report::compare::render_html(&a, &b))
-            .with_context(|| format!("writing {}", p.display()))?;
+        report::write_compare(p, &a, &b)?;
         crate::errln!("Wrote {}", p.display());
     }
     Ok(())

@@ -2,9 +2,9 @@
 //! `dbtax bench` trial, and `RunDisplay`, the runner's observer for `run` and `demo`: a bar on
 //! a terminal, one plain line per block otherwise (CI logs, `make demo | tee demo.log`).
 
-use crate::experiment::runner::{BlockDone, Observer};
 use crate::load::TrialProgress;
 use crate::report::interval::Interval;
+use dbtax_stats::run::{BlockDone, Observer};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::IsTerminal;
 use std::time::Duration;

@@ -6,9 +6,9 @@ use super::progress::RunDisplay;
 use crate::cli::RunArgs;
 use crate::config::run::{experiment, run_options};
 use crate::config::server_config;
-use crate::experiment::execute::{Executed, execute};
-use crate::experiment::open::dry_run;
-use crate::experiment::pair::execute_pair;
+use crate::experiment::prepare::open::dry_run;
+use crate::experiment::run::execute::{Executed, execute};
+use crate::experiment::run::pair::execute_pair;
 use crate::experiment::spec::Experiment;
 use crate::experiment::spec::RunOptions;
 use crate::server::{ServerConfig, TargetSpec};
@@ -42,13 +42,10 @@ pub fn run(args: RunArgs) -> Result<()> {
     }
     crate::outln!(
         "\n{}",
-        crate::report::compare::render_text(&a.results, &b.results)
+        crate::report::page::compare::render_text(&a.results, &b.results)
     );
     let page = a.dir.join("compare.html");
-    std::fs::write(
-        &page,
-        crate::report::compare::render_html(&a.results, &b.results),
-    )?;
+    crate::report::write_compare(&page, &a.results, &b.results)?;
     crate::outln!("Comparison: {}", page.display());
     Ok(())
 }

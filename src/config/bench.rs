@@ -44,7 +44,7 @@ pub fn bench(args: &BenchArgs) -> Result<Measurement> {
         args.rate
             .rate
             .as_deref()
-            .map(RateLevel::parse_list)
+            .map(crate::experiment::spec::parse_rates)
             .transpose()?,
         args.rate.arrival.as_deref(),
         args.rate.skip_late,

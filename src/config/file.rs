@@ -43,8 +43,8 @@ struct WorkloadFile {
 }
 
 /// A file's replay: `log = "…"` and the keys that go with it (checked as the flags are).
-fn replay_of(w: &WorkloadFile) -> Result<Option<crate::workload::replay::spec::ReplaySpec>> {
-    use crate::workload::replay::spec::{ReplayOptions, ReplaySpec};
+fn replay_of(w: &WorkloadFile) -> Result<Option<dbtax_logs::replay_spec::ReplaySpec>> {
+    use dbtax_logs::replay_spec::{ReplayOptions, ReplaySpec};
     let Some(log) = &w.log else {
         return Ok(None);
     };

@@ -77,7 +77,7 @@ pub fn open_loop(
         }
     };
     if let Some(a) = arrival {
-        o.arrival = Arrival::parse(a)?;
+        o.arrival = crate::load::schedule::parse_arrival(a)?;
     }
     if skip_late.is_some() {
         o.skip_late = skip_late;

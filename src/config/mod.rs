@@ -1,5 +1,5 @@
 //! Flags, experiment files and presets → validated, flag-free values: an `Experiment` (what to
-//! measure: each way in makes a `Layer`, `merge` lays them over the defaults), `RunOptions`
+//! measure: each way in makes a `Layer`, [`merge`] lays them over the defaults), `RunOptions`
 //! (how to run it) and a `ServerConfig` (where). Every check that can fail on bad input
 //! without asking a server happens here or in the one validation after the merge
 //! (`Experiment::validate`), and fails with a usage error (exit 2). Nothing below this module
@@ -109,7 +109,7 @@ pub fn workload_from(args: &WorkloadArgs, mut base: Workload) -> Result<Workload
 
 /// The replay flags over a workload: `--log` makes it a replay; the others need one.
 fn replay_from(args: &WorkloadArgs, base: &mut Workload) -> Result<()> {
-    use crate::workload::replay::spec::{ReplayOptions, ReplaySpec};
+    use dbtax_logs::replay_spec::{ReplayOptions, ReplaySpec};
     if let Some(log) = &args.log {
         if args.workload.is_some_and(|k| k != WorkloadKind::Replay) {
             return Err(usage("--log goes with --workload replay"));
@@ -150,7 +150,7 @@ pub fn load_replay(
     agents: bool,
     open: &mut Option<crate::experiment::spec::OpenLoop>,
 ) -> Result<()> {
-    use crate::workload::replay::spec::Pace;
+    use dbtax_logs::replay_spec::Pace;
     let Some(spec) = workload.replay.clone() else {
         return Ok(());
     };

@@ -8,7 +8,7 @@ use crate::agent::AgentOptions;
 use crate::cli::RunArgs;
 use crate::error::usage;
 use crate::experiment::spec::RunOptions;
-use crate::experiment::spec::{Experiment, Layer, RateLevel, variants_for_features};
+use crate::experiment::spec::{Experiment, Layer, variants_for_features};
 use anyhow::Result;
 
 /// A replay's default client count (one per session) stops here.
@@ -68,7 +68,7 @@ fn flags(args: &RunArgs) -> Result<Layer> {
             .open
             .rate
             .as_deref()
-            .map(RateLevel::parse_list)
+            .map(crate::experiment::spec::parse_rates)
             .transpose()?,
         arrival: args.open.arrival.clone(),
         skip_late: args.open.skip_late,

@@ -1,32 +1,24 @@
-//! The experiment: a validated description (`spec`, built by `config`), resolved against a
-//! server into a `plan` by `preflight` (the variants' full `states`; shown by `dry_run`), its
-//! order of trials (`order`), the loop that runs blocks against anything that can run a trial
-//! (`runner`, with the stop rules' choices in `stop` and the disturbance rule's in
-//! `disturbed`), the real server behind that interface (`live`), the simulated one used to
-//! validate the statistics (`sim`), and `execute`, which ties them together for one run:
-//! `session` opens and readies the server, `header` and `record` write results.json (`pair`:
-//! two servers at once, `sides` saying which variant runs where). `spec` also holds the
-//! options of a run (`RunOptions`: where results go, how to restart, the agents), which
-//! `config` makes.
+//! The experiment: what it is once validated ([`spec`], built by `config`; it also holds the
+//! options of a run, [`spec::RunOptions`]), what is settled before anything changes
+//! ([`prepare`]: the plan, its states, the dry run, opening the server, results.json's
+//! header), and the run ([`run`]: the real server behind the design's loop, two servers at
+//! once, results written after every block). The design itself (orders, blocks, stop rules,
+//! set-aside, the loop over anything that can run a trial) is `dbtax_stats::design` and
+//! `dbtax_stats::run`, usable without a load.
 
-pub mod capacity;
-pub mod capture;
-pub mod disk;
-mod disturbed;
-pub mod dry_run;
-pub mod execute;
-pub mod header;
-pub mod live;
-pub mod open;
-pub mod order;
-pub mod pair;
-pub mod plan;
-pub mod preflight;
-pub mod record;
-pub mod runner;
-pub mod sides;
-pub mod sim;
+pub mod prepare;
+pub mod run;
 pub mod spec;
-mod states;
-mod stop;
-pub mod warnings;
+
+/// The loop's answers from this program (`dbtax_stats::run::hooks`): Ctrl-C, the fault
+/// suite's crash points, the clock, and the failures that cost a trial only (a late reading
+/// of the server's host). Every run installs them before its first trial (once).
+pub fn install_hooks() {
+    dbtax_stats::run::hooks::install(dbtax_stats::run::hooks::Hooks {
+        check_interrupt: crate::interrupt::check,
+        interrupted: |e| crate::error::exit_code(e) == 130,
+        test_point: crate::crash::test_point,
+        now: crate::host::now_rfc3339_ms,
+        trial_lost: crate::probe::reading_lost,
+    });
+}

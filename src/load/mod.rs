@@ -1,10 +1,10 @@
 //! The load generator, behind one seam: a `Load` runs a trial's load and measures the server
 //! around its window. `LocalLoad` is this process's own workers: one blocking thread per
-//! connection (`worker`) or a few threads each multiplexing many connections through epoll
-//! (`evented`), chosen by `execution`; `trial` runs either. The agents' pool (`agent::Pool`) is another
+//! connection ([`worker`]) or a few threads each multiplexing many connections through epoll
+//! ([`evented`]), chosen by `execution`; [`trial`] runs either. The agents' pool (`agent::Pool`) is another
 //! `Load`, on other hosts. A trial plan is plain data. What every `Load` shares: the measuring
-//! window's loop (`window`), the readings around it (`measure`) and the merge of reports into
-//! a `Trial` (`reports`). Nothing here knows the agents.
+//! window's loop ([`window`]), the readings around it ([`measure`]) and the merge of reports into
+//! a `Trial` ([`reports`]). Nothing here knows the agents.
 
 pub mod evented;
 pub mod measure;
@@ -22,6 +22,7 @@ use anyhow::Result;
 use std::path::PathBuf;
 use std::time::Duration;
 
+pub use dbtax_stats::run::TrialProgress;
 pub use schedule::{Arrival, Rate};
 
 /// How the clients of a trial run.
@@ -118,25 +119,6 @@ pub struct TrialProbes {
     /// Pids of this run on this machine's kernel besides this process (its agents): not
     /// other processes when the server's host is this one.
     pub not_others: Vec<u32>,
-}
-
-/// A progress sample, passed to the caller's display.
-#[derive(Debug, Clone)]
-pub struct TrialProgress {
-    /// True while measuring, false while settling.
-    pub measuring: bool,
-    /// Time in the current phase.
-    pub elapsed: Duration,
-    /// Planned length of the current phase (zero in queries mode).
-    pub planned: Duration,
-    /// Events per second over the last sample interval.
-    pub events_per_s: f64,
-    /// Fraction of the query quota done (queries mode).
-    pub quota_done: Option<f64>,
-    /// Rate mode: the asked rate, events/s.
-    pub asked_per_s: Option<f64>,
-    /// Rate mode: the largest current schedule lag over the workers, ms.
-    pub lag_ms: Option<f64>,
 }
 
 /// What one trial runs against: the server, measured around the window, and its workload.

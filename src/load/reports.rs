@@ -219,7 +219,7 @@ pub fn summarize(
 /// the slice's fingerprints.
 pub fn fingerprints(
     reports: &[WorkerReport],
-    slice: &crate::workload::replay::slice::Slice,
+    slice: &dbtax_logs::slice::Slice,
 ) -> Result<Vec<crate::results::TrialFingerprint>> {
     let tags = reports
         .iter()

@@ -11,51 +11,17 @@
 use crate::error::usage;
 use crate::rng::Rng;
 use anyhow::Result;
-use serde::{Deserialize, Serialize};
-use std::time::Duration;
+pub use dbtax_stats::design::{Arrival, Rate};
 
-/// How intended starts are spaced.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Arrival {
-    /// Exponential gaps (independent arrivals, as users make them).
-    #[default]
-    Poisson,
-    /// Evenly spaced.
-    Uniform,
-}
-
-impl Arrival {
-    /// The name used in flags, files and results.
-    pub fn name(self) -> &'static str {
-        match self {
-            Arrival::Poisson => "poisson",
-            Arrival::Uniform => "uniform",
-        }
+/// Parse an arrival process as flags and files write it: "poisson" or "uniform".
+pub fn parse_arrival(s: &str) -> Result<Arrival> {
+    match s.trim() {
+        "poisson" => Ok(Arrival::Poisson),
+        "uniform" => Ok(Arrival::Uniform),
+        other => Err(usage(format!(
+            "unknown arrival process '{other}': use poisson or uniform"
+        ))),
     }
-
-    /// Parse a flag or file value.
-    pub fn parse(s: &str) -> Result<Arrival> {
-        match s.trim() {
-            "poisson" => Ok(Arrival::Poisson),
-            "uniform" => Ok(Arrival::Uniform),
-            other => Err(usage(format!(
-                "unknown arrival process '{other}': use poisson or uniform"
-            ))),
-        }
-    }
-}
-
-/// An open-loop rate for one trial.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Rate {
-    /// Events per second, in total over every worker.
-    pub per_second: f64,
-    /// How the starts are spaced.
-    pub arrival: Arrival,
-    /// Skip (and count) an event whose send would be later than this after its intended
-    /// start, like pgbench's --latency-limit; None: every event is sent, late or not.
-    pub skip_late: Option<Duration>,
 }
 
 /// The intended starts of one worker, in nanoseconds from the trial's start.
@@ -217,9 +183,9 @@ mod tests {
 
     #[test]
     fn arrival_names_parse_and_unknown_ones_are_refused() {
-        assert_eq!(Arrival::parse("uniform").unwrap(), Arrival::Uniform);
-        assert_eq!(Arrival::parse("poisson").unwrap().name(), "poisson");
-        let e = Arrival::parse("bursty").unwrap_err();
+        assert_eq!(parse_arrival("uniform").unwrap(), Arrival::Uniform);
+        assert_eq!(parse_arrival("poisson").unwrap().name(), "poisson");
+        let e = parse_arrival("bursty").unwrap_err();
         assert_eq!(crate::error::exit_code(&e), 2);
     }
 }

@@ -108,7 +108,7 @@ pub fn html(r: &Results) -> String {
     if r.analysis.interactions.is_empty() {
         return String::new();
     }
-    let esc = super::svg::esc;
+    let esc = super::page::svg::esc;
     let mut s = String::from(
         "<h3>Interactions</h3>\n<p>How much one factor's cost changes with another factor's level, in percentage points, paired within blocks (t interval, in the same Holm family as the overheads).</p>\n<table><tr><th>threads</th><th>factor</th><th>at</th><th>instead of</th><th>change in cost [95% CI]</th><th>blocks</th></tr>\n",
     );

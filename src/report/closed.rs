@@ -4,16 +4,16 @@
 //! tables, the charts). Beside `rate`, the view of a run at fixed rates; the renderers are
 //! handed one of the two and never choose.
 
-use super::charts::{Chart, series_over};
 use super::interval::Interval;
 use super::interval::verdict_of;
-use super::svg::{Axes, Series, bar_chart, esc, line_chart};
+use super::page::charts::{Chart, series_over};
+use super::page::svg::{Axes, Series, bar_chart, esc, line_chart};
 use super::view::View;
 use super::words::{capitalize, phrase, plural};
 use crate::results::Verdict;
 use crate::results::{Cell, Overhead, Results};
-use crate::stats::overhead::{MIN_BLOCKS, mde_of, robust_to_tell};
-use crate::stats::verdict::NEGLIGIBLE_PCT;
+use dbtax_stats::intervals::overhead::{MIN_BLOCKS, mde_of, robust_to_tell};
+use dbtax_stats::intervals::verdict::NEGLIGIBLE_PCT;
 use std::fmt::Write;
 
 /// Closed loop: each variant's throughput overhead against its baseline, by thread count.
@@ -500,7 +500,7 @@ fn method(r: &Results) -> Option<String> {
             r.analysis.intervals,
             family.join(", "),
             r.analysis.negligible_pct.unwrap_or(NEGLIGIBLE_PCT),
-            crate::stats::verdict::UNSTABLE_MDE_PCT,
+            dbtax_stats::intervals::verdict::UNSTABLE_MDE_PCT,
             r.headline_threads
         )
     })

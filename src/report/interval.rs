@@ -6,8 +6,9 @@ use crate::results::{Estimate, Overhead, Verdict};
 /// An overhead's verdict: the one results.json holds, or for results written before
 /// verdicts the same rule at the default threshold.
 pub fn verdict_of(o: &Overhead) -> Verdict {
-    o.verdict
-        .unwrap_or_else(|| crate::stats::verdict::of(o, crate::stats::verdict::NEGLIGIBLE_PCT))
+    o.verdict.unwrap_or_else(|| {
+        dbtax_stats::intervals::verdict::of(o, dbtax_stats::intervals::verdict::NEGLIGIBLE_PCT)
+    })
 }
 use std::fmt;
 

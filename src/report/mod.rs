@@ -1,23 +1,21 @@
 //! Renderers: results in, text or bytes out. Each is pure and snapshot-tested. A run is shown
-//! through its view, chosen here once (`view`: `closed` or `rate`) and handed to the table,
+//! through its view, chosen here once ([`mod@view`]: [`closed`] or [`rate`]) and handed to the table,
 //! the page and the words; `write_all` puts every artefact of a run into its directory.
 
 pub mod agents;
 pub mod analysis;
 pub mod capacity;
-pub mod charts;
 pub mod closed;
-pub mod compare;
 pub mod csv;
-pub mod html;
 pub mod interval;
+pub mod page;
 pub mod rate;
 pub mod statements;
-pub mod svg;
 pub mod table;
 pub mod view;
 pub mod words;
 
+use crate::client::mode::QueryMode;
 use crate::results::Results;
 use anyhow::{Context, Result};
 use std::path::Path;
@@ -42,7 +40,7 @@ pub fn table(r: &Results) -> String {
 
 /// The report page of a run.
 pub fn html(r: &Results) -> String {
-    html::render(r, &*view(r))
+    page::html::render(r, &*view(r))
 }
 
 /// The answer in words, one sentence per variant, and what the reader must know to take them.
@@ -51,7 +49,7 @@ pub fn headlines(r: &Results) -> Vec<String> {
 }
 
 /// Every chart of a run's report.
-pub fn charts(r: &Results) -> Vec<charts::Chart> {
+pub fn charts(r: &Results) -> Vec<page::charts::Chart> {
     view(r).charts()
 }
 
@@ -64,6 +62,13 @@ pub fn write_all(dir: &Path, r: &Results) -> Result<()> {
     write("report.html", html(r))?;
     write("results.csv", csv::render(r))?;
     write_charts(&dir.join("charts"), r)
+}
+
+/// Write the page that sets two runs side by side at `path` (the one door for it: `dbtax
+/// compare --html` and a two-server run both come here).
+pub fn write_compare(path: &Path, a: &Results, b: &Results) -> Result<()> {
+    std::fs::write(path, page::compare::render_html(a, b))
+        .with_context(|| format!("writing {}", path.display()))
 }
 
 /// Write each chart as its own SVG file.
@@ -95,4 +100,25 @@ pub fn load(path: &Path) -> Result<Results> {
         )));
     }
     Ok(r)
+}
+
+/// The workload as a title says it: its kind, and how its statements were sent
+/// ("point-select, prepared statements"); a replay sends them as its log recorded them.
+pub fn workload_title(r: &Results) -> String {
+    let kind = r
+        .workload
+        .get("kind")
+        .and_then(|k| k.as_str())
+        .unwrap_or("?");
+    if kind == "replay" {
+        return kind.to_string();
+    }
+    // Results from before the choice existed ran prepared.
+    let mode = r
+        .workload
+        .get("protocol")
+        .and_then(|p| p.as_str())
+        .and_then(|p| QueryMode::parse(p).ok())
+        .unwrap_or(QueryMode::Prepared);
+    format!("{kind}, {}", mode.words())
 }

@@ -2,9 +2,9 @@
 //! whether it can sustain that load at all. Sections are load points (threads × rate level);
 //! the table, the words, the HTML and the charts all read them from here.
 
-use super::charts::{Chart, series_over};
 use super::interval::Interval;
-use super::svg::{Axes, bar_chart, esc, line_chart};
+use super::page::charts::{Chart, series_over};
+use super::page::svg::{Axes, bar_chart, esc, line_chart};
 use super::view::View;
 use super::words::{capitalize, phrase, plural};
 use crate::results::{Cell, Estimate, Results};
@@ -123,7 +123,7 @@ fn load_words(c: &Cell) -> String {
 /// CPUs shared, or load from agents, that cannot be told and is not said.
 pub fn pace_words(r: &Results, c: &Cell) -> Option<String> {
     let med = |f: &dyn Fn(&crate::results::Trial) -> Option<f64>| {
-        crate::stats::sample::median(&c.trials.iter().filter_map(f).collect::<Vec<_>>())
+        dbtax_stats::intervals::sample::median(&c.trials.iter().filter_map(f).collect::<Vec<_>>())
     };
     let p50 = med(&|t| t.schedule_lag_ms.as_ref().map(|l| l.p50))?;
     let p99 = med(&|t| t.schedule_lag_ms.as_ref().map(|l| l.p99))?;

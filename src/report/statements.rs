@@ -2,7 +2,7 @@
 //! the most of the latency it added, with the added latency per statement (paired over
 //! blocks) and their share of all it added.
 
-use super::svg::esc;
+use super::page::svg::esc;
 use crate::results::{Cell, FingerprintCost, Results};
 use crate::units::plural;
 use std::fmt::Write;

@@ -9,7 +9,7 @@ pub fn render(r: &Results, view: &dyn View) -> String {
     let mut s = format!(
         "\n{} — {} on {} ({}){}\n",
         r.name,
-        r.workload_title(),
+        super::workload_title(r),
         r.target.url,
         r.target.server_version,
         if r.complete { "" } else { " — INCOMPLETE" }

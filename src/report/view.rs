@@ -3,7 +3,7 @@
 //! the words, the HTML and the charts are handed the run's view (`report::view` chooses it)
 //! and ask it for their part; none of them forks on the mode itself.
 
-use super::charts::Chart;
+use super::page::charts::Chart;
 
 /// One way of showing a run's cells.
 pub trait View {

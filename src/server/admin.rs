@@ -6,8 +6,8 @@
 //! to map: a lost connection is `ServerLost`, anything else a plain error.
 
 use super::catalog::{Feature, Plugin};
-use crate::workload::replay::reach::ServerCode;
 use anyhow::Result;
+use dbtax_logs::read_only::reach::ServerCode;
 use std::collections::BTreeMap;
 
 /// Where a server counts no statements of all its clients (PostgreSQL has no `Questions`):

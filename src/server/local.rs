@@ -27,6 +27,19 @@ pub trait Launch: Send {
     fn stop_signal(&self) -> i32;
 }
 
+/// A server dbtax started, as the experiment restarts it (restart-only settings): both
+/// engines' managed servers are a `ManagedProcess`.
+pub trait Restart: Send {
+    /// Restart with other options; `extra` replaces the previous extra.
+    fn restart(&mut self, extra: &[String]) -> Result<()>;
+}
+
+impl<L: Launch> Restart for ManagedProcess<L> {
+    fn restart(&mut self, extra: &[String]) -> Result<()> {
+        ManagedProcess::restart(self, extra)
+    }
+}
+
 /// A running throwaway server: its folder, its process, the options it runs with. Stopped by
 /// its pid and its folder removed when dropped: at normal exit, on error, after Ctrl-C.
 pub struct ManagedProcess<L: Launch> {

@@ -1,9 +1,9 @@
 //! The server under test, behind one seam. The rest of dbtax holds a `Server` and talks to it
 //! through small traits: an `Engine` (reach, prepare tables, restart, find the local
-//! process, its catalog), an `Admin` connection (`admin`: settings, plugins, the run lock and
+//! process, its catalog), an `Admin` connection ([`admin`]: settings, plugins, the run lock and
 //! the journal's copy) and `Client` connections (one per worker, its workload's statements
 //! prepared). Each engine lives in its own folder (`mysql/`, `postgres/`) and describes
-//! itself in one row of the engine table (`engines`); nothing outside those matches on an
+//! itself in one row of the engine table ([`engines`]); nothing outside those matches on an
 //! engine.
 
 pub mod admin;
@@ -78,7 +78,7 @@ pub struct ServerConfig {
 /// A replay's statements left out for what they reach on the server (`replay_reach`).
 pub struct Reached {
     /// The slice without them.
-    pub slice: Arc<crate::workload::replay::slice::Slice>,
+    pub slice: Arc<dbtax_logs::slice::Slice>,
     /// How many.
     pub left_out: u64,
     /// The code they would have reached, and why it is left alone.
@@ -165,8 +165,8 @@ pub trait Engine: Send + Sync {
     /// itself), the datadir there, and the host name the server gives (None: it does not
     /// say). None when the server will not tell.
     fn probe_find(&self) -> Option<(crate::probe::Find, PathBuf, Option<String>)>;
-    /// Managed targets: restart with these extra options.
-    fn restart_managed(&mut self, extra_opts: &[String]) -> Result<()>;
+    /// The server's process when dbtax started it (it may restart it).
+    fn managed(&mut self) -> Option<&mut dyn local::Restart>;
     /// Whether dbtax started this server.
     fn is_managed(&self) -> bool;
     /// The server as a URL a client on this machine reaches it by (a managed server's
@@ -381,7 +381,7 @@ impl Server {
         self.check_queries(workload, true)?;
         if let Some(reached) = self.replay_reach(workload)? {
             say(&reached.words());
-            prepared.workload.slice = crate::workload::replay::slice::Loaded(Some(reached.slice));
+            prepared.workload.slice = dbtax_logs::slice::Loaded(Some(reached.slice));
         }
         Ok(prepared)
     }
@@ -395,13 +395,12 @@ impl Server {
             return Ok(None);
         };
         let dialect = if self.engine().name == "mysql" {
-            crate::workload::replay::lex::Dialect::Mysql
+            dbtax_logs::read_only::lex::Dialect::Mysql
         } else {
-            crate::workload::replay::lex::Dialect::Postgres
+            dbtax_logs::read_only::lex::Dialect::Postgres
         };
         let code = self.admin()?.server_code(&self.schema)?;
-        let objects =
-            crate::workload::replay::reach::unsafe_objects(&code, dialect, &spec.functions);
+        let objects = dbtax_logs::read_only::reach::unsafe_objects(&code, dialect, &spec.functions);
         let Some(left) = slice.leave_out(&objects) else {
             return Ok(None);
         };
@@ -427,7 +426,7 @@ impl Server {
         let (Some(spec), Some(slice)) = (&workload.replay, &workload.slice.0) else {
             return Ok(());
         };
-        let format = crate::workload::replay::spec::LogFormat::parse(&slice.stats.format)?;
+        let format = dbtax_logs::replay_spec::LogFormat::parse(&slice.stats.format)?;
         let engine = self.engine();
         if format.family() != engine.name {
             return Err(crate::error::usage(format!(
@@ -457,7 +456,7 @@ impl Server {
         let Some(spec) = &workload.replay else {
             return Ok(Reader::Own);
         };
-        let temporary = crate::workload::replay::spec::TEMPORARY;
+        let temporary = dbtax_logs::replay_spec::TEMPORARY;
         match spec.user.as_deref() {
             Some(_) if spec.writes => Err(usage(
                 "--replay-user goes with a read-only replay: --replay-writes replays as the \
@@ -574,10 +573,10 @@ impl Server {
 
     /// Restart a managed server with extra options (restart-only settings).
     pub fn restart_managed(&mut self, extra_opts: &[String]) -> Result<()> {
-        if !self.engine.is_managed() {
-            return Err(usage("only a managed target can be restarted by dbtax"));
+        match self.engine.managed() {
+            Some(process) => process.restart(extra_opts)?,
+            None => return Err(usage("only a managed target can be restarted by dbtax")),
         }
-        self.engine.restart_managed(extra_opts)?;
         self.relocate()
     }
 

@@ -77,6 +77,37 @@ impl TargetSpec {
     }
 }
 
+/// A URL's text: `scheme://user[:password]@place/db[?params]`; the password only when
+/// `reveal` (for the engine, never printed), `***` in its place otherwise. `place` is the
+/// host and port as the engine writes them (empty host for a socket). Both engines' URLs
+/// are written here.
+pub fn text(
+    scheme: &str,
+    (user, password): (&str, Option<&str>),
+    place: &str,
+    db: Option<&str>,
+    params: &[String],
+    reveal: bool,
+) -> String {
+    let user = if reveal {
+        encode(user)
+    } else {
+        user.to_string()
+    };
+    let pass = match password {
+        Some(p) if reveal => format!(":{}", encode(p)),
+        Some(_) => ":***".into(),
+        None => String::new(),
+    };
+    let db = db.unwrap_or("");
+    let query = if params.is_empty() {
+        String::new()
+    } else {
+        format!("?{}", params.join("&"))
+    };
+    format!("{scheme}://{user}{pass}@{place}/{db}{query}")
+}
+
 /// Percent-decoding of a URL's user, password or parameter (`%40` is `@`).
 pub fn decode(v: &str) -> String {
     url::form_urlencoded::parse(format!("x={v}").as_bytes())

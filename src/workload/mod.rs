@@ -1,6 +1,6 @@
 //! What each client does in a loop, described once for every engine: the kind, the tables,
-//! the scripts (`oltp`: sysbench's, `pgbench`: pgbench's built-ins, `query`: the user's
-//! statements), written against a `Session` (`session`) that each engine implements. An
+//! the scripts ([`oltp`]: sysbench's, [`pgbench`]: pgbench's built-ins, [`query`]: the user's
+//! statements), written against a [`Session`] (`client::connection`) that each engine implements. An
 //! engine prepares the tables and executes statements; it never holds a script.
 
 pub mod oltp;
@@ -119,10 +119,10 @@ pub struct Workload {
     pub setup: Vec<String>,
     /// The `replay` workload: which log, which slice, at what pace.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub replay: Option<replay::spec::ReplaySpec>,
+    pub replay: Option<dbtax_logs::replay_spec::ReplaySpec>,
     /// The replay's slice, once read (`load_replay`).
     #[serde(skip)]
-    pub slice: replay::slice::Loaded,
+    pub slice: dbtax_logs::slice::Loaded,
 }
 
 impl Default for Workload {
@@ -249,8 +249,9 @@ impl Workload {
     /// longest trial replays. A log that cannot be read is bad input.
     pub fn load_replay(&mut self, span: Option<std::time::Duration>) -> Result<()> {
         if let (Some(spec), None) = (&self.replay, &self.slice.0) {
-            self.slice =
-                replay::slice::Loaded(Some(std::sync::Arc::new(replay::slice::load(spec, span)?)));
+            self.slice = dbtax_logs::slice::Loaded(Some(std::sync::Arc::new(
+                dbtax_logs::slice::load(spec, span, &crate::interrupt::check)?,
+            )));
         }
         Ok(())
     }
@@ -319,9 +320,9 @@ impl Client {
                 Some(slice) => {
                     // The second lock: what the classifier missed fails on the server.
                     if !w.workload.replay.as_ref().is_some_and(|r| r.writes) {
-                        replay::script::read_only(s)?;
+                        replay::read_only(s)?;
                     }
-                    Box::new(replay::script::ReplayScript::new(slice.clone()))
+                    Box::new(replay::ReplayScript::new(slice.clone()))
                 }
                 None => {
                     return Err(DbError {
@@ -336,7 +337,7 @@ impl Client {
             k => Box::new(oltp::OltpScript::new(s, k, &w.max_ids)?),
         };
         let pace = match w.workload.replay.as_ref().map(|r| r.pace) {
-            Some(replay::spec::Pace::Recorded(x)) => Some(x),
+            Some(dbtax_logs::replay_spec::Pace::Recorded(x)) => Some(x),
             _ => None,
         };
         Ok(Client {

@@ -268,6 +268,7 @@ pub fn a_disabled_plugin_of_the_user_is_left_alone(ctx: &Ctx) {
     ctx.server
         .lock()
         .unwrap()
+        .process()
         .restart(&["server-audit=OFF".into()])
         .unwrap();
     assert_eq!(registered(), 1);
@@ -280,7 +281,7 @@ pub fn a_disabled_plugin_of_the_user_is_left_alone(ctx: &Ctx) {
         &out,
     ));
     let still = registered();
-    ctx.server.lock().unwrap().restart(&[]).unwrap();
+    ctx.server.lock().unwrap().process().restart(&[]).unwrap();
     ctx.root()
         .query_drop("UNINSTALL SONAME 'server_audit'")
         .unwrap();

@@ -186,7 +186,10 @@ pub fn a_server_restarted_during_a_capture_is_waited_for(ctx: &Ctx) {
         let pid = server.pid().expect("the test server runs");
         unsafe { libc::kill(pid as i32, libc::SIGKILL) };
         std::thread::sleep(Duration::from_millis(1500));
-        server.restart(&[]).expect("restarting the test server");
+        server
+            .process()
+            .restart(&[])
+            .expect("restarting the test server");
     }
     let o = wait_child(child, Duration::from_secs(120));
     let words = format!("{}{}", text(&o), rest.join().unwrap());

@@ -366,6 +366,7 @@ pub fn a_server_moved_to_another_port_is_restored_where_it_is(ctx: &Ctx) {
     {
         let mut server = ctx.server.lock().unwrap();
         server
+            .process()
             .restart(&[format!("port={moved}")])
             .expect("restarting the test server on another port");
     }
@@ -383,6 +384,7 @@ pub fn a_server_moved_to_another_port_is_restored_where_it_is(ctx: &Ctx) {
     {
         let mut server = ctx.server.lock().unwrap();
         server
+            .process()
             .restart(&[])
             .expect("restarting the test server where it was");
     }

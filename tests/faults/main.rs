@@ -409,7 +409,10 @@ fn the_server_dies_and_comes_back_mid_run(ctx: &Ctx) {
         let pid = server.pid().expect("the test server runs");
         unsafe { libc::kill(pid as i32, libc::SIGKILL) };
         std::thread::sleep(Duration::from_millis(1500));
-        server.restart(&[]).expect("restarting the test server");
+        server
+            .process()
+            .restart(&[])
+            .expect("restarting the test server");
     }
     let o = wait_child(child, Duration::from_secs(120));
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));

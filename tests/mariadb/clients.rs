@@ -276,7 +276,8 @@ pub(crate) fn the_lean_client_logs_in_with_a_password_over_tcp(ctx: &Ctx) {
 /// mix (a multi-line statement, one holding a tab and a quote, a database change) comes out
 /// as the sessions ran it. (Issue 25's groundwork: the readers, not yet the replay.)
 pub(crate) fn the_servers_own_logs_read_back_as_the_sessions_ran_them(ctx: &Ctx) {
-    use dbtax::workload::replay::{What, mylog};
+    use dbtax_logs::What;
+    use dbtax_logs::readers::mysql as mylog;
     let general = ctx.work.join("replay-general.log");
     let slow = ctx.work.join("replay-slow.log");
     let mut root = ctx.root();

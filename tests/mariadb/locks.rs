@@ -162,7 +162,7 @@ pub(crate) fn the_session_and_the_login_refuse_what_the_classifier_would_miss(ct
     for login in [Some(&reader), None] {
         let mut connection = server.client_dialer(login).dial().unwrap();
         let s = connection.session();
-        dbtax::workload::replay::script::read_only(s).unwrap();
+        dbtax::workload::replay::read_only(s).unwrap();
         if login.is_some() {
             // The login holds on its own: the session may even lift its read-only mode.
             s.statement("SET SESSION TRANSACTION READ WRITE").unwrap();

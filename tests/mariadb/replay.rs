@@ -41,7 +41,15 @@ fn capture_slow_log(ctx: &Ctx, path: &Path) -> u64 {
     ]
     .map(|v| ctx.var(v));
     // Long enough for the sessions on a busy machine; they are checked to end within it.
-    let capture = common::Capture::start(ctx.dbtax(), "8s", &ctx.url(""), path);
+    // The slow log (`--source slow-log`): its Rows_sent are what the replay's rows are
+    // checked against; the sessions connect after it is on.
+    let capture = common::Capture::start_with(
+        ctx.dbtax(),
+        "8s",
+        &ctx.url(""),
+        path,
+        &["--source".as_ref(), "slow-log".as_ref()],
+    );
     let updates = std::sync::atomic::AtomicU64::new(0);
     std::thread::scope(|s| {
         for session in 0..3u64 {

@@ -1,4 +1,4 @@
-//! A MySQL-family connection as the workloads use it (`workload::Session`): prepared
+//! A MySQL-family connection as the workloads use it ([`crate::client::connection::Session`]): prepared
 //! statements over the binary protocol (COM_STMT_PREPARE once, COM_STMT_EXECUTE per query,
 //! rows discarded), text for the simple protocol and for BEGIN/COMMIT, as sysbench sends
 //! them. Driver errors become `DbError`s here.

@@ -5,7 +5,7 @@
 
 use crate::error::usage;
 use crate::server::ManagedConfig;
-use crate::server::local::{Launch, ManagedProcess, running_as_root, tail_of};
+use crate::server::local::{Launch, ManagedProcess, Restart, running_as_root, tail_of};
 use anyhow::{Context, Result, bail};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -134,9 +134,9 @@ impl ManagedServer {
         opts(&self.process.dir)
     }
 
-    /// Restart with other options (restart-only settings). `extra` replaces the previous extra.
-    pub fn restart(&mut self, extra: &[String]) -> Result<()> {
-        self.process.restart(extra)
+    /// Its process, as the experiment restarts it.
+    pub fn process(&mut self) -> &mut dyn Restart {
+        &mut self.process
     }
 }
 

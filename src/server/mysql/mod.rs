@@ -6,7 +6,6 @@
 pub mod admin;
 pub mod catalog;
 pub mod driver;
-pub mod logins;
 pub mod managed;
 pub mod tables;
 pub mod url;
@@ -14,6 +13,7 @@ pub mod wire;
 
 use super::catalog::Feature;
 use super::engines::{CpuScope, EngineDef, Opened};
+use super::local::Restart;
 use super::url::TargetSpec;
 use super::{Admin, Engine, ManagedConfig, ServerLost};
 use crate::client::connection::{DbError, Session};
@@ -317,11 +317,8 @@ impl Engine for MysqlEngine {
         Some((find, datadir, Some(hostname)))
     }
 
-    fn restart_managed(&mut self, extra_opts: &[String]) -> Result<()> {
-        match &mut self.managed {
-            Some(m) => m.restart(extra_opts),
-            None => Err(usage("only a managed target can be restarted by dbtax")),
-        }
+    fn managed(&mut self) -> Option<&mut dyn Restart> {
+        self.managed.as_mut().map(|m| m.process())
     }
 
     fn is_managed(&self) -> bool {

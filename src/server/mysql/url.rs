@@ -3,7 +3,7 @@
 //! `socket`, `ssl-mode` (or `ssl_mode`), `require_ssl` and `connect_timeout` (seconds).
 //! dbtax's connections do not speak TLS yet: a URL that asks for it is refused in words.
 
-use crate::server::url::{ParsedUrl, decode, encode, tls_mode};
+use crate::server::url::{ParsedUrl, decode, text as url_text, tls_mode};
 use anyhow::{Result, bail};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -90,17 +90,6 @@ impl MysqlUrl {
 
     /// The URL as text; `reveal`: with the password (for the engine, never printed).
     pub fn text(&self, reveal: bool) -> String {
-        let user = if reveal {
-            encode(&self.user)
-        } else {
-            self.user.clone()
-        };
-        let pass = match &self.password {
-            Some(p) if reveal => format!(":{}", encode(p)),
-            Some(_) => ":***".into(),
-            None => String::new(),
-        };
-        let db = self.db.as_deref().unwrap_or("");
         let mut params = vec![];
         if let Some(sock) = &self.socket {
             params.push(format!("socket={}", sock.display()));
@@ -108,16 +97,12 @@ impl MysqlUrl {
         if let Some(t) = self.connect_timeout {
             params.push(format!("connect_timeout={}", t.as_secs()));
         }
-        let query = if params.is_empty() {
-            String::new()
-        } else {
-            format!("?{}", params.join("&"))
+        let place = match self.socket {
+            Some(_) => self.host.clone(),
+            None => format!("{}:{}", self.host, self.port),
         };
-        let port = match self.socket {
-            Some(_) => String::new(),
-            None => format!(":{}", self.port),
-        };
-        format!("mysql://{user}{pass}@{}{port}/{db}{query}", self.host)
+        let login = (self.user.as_str(), self.password.as_deref());
+        url_text("mysql", login, &place, self.db.as_deref(), &params, reveal)
     }
 
     /// The URL with the password replaced by `***`: the only form that is ever printed.

@@ -1,4 +1,4 @@
-//! A PostgreSQL connection as the workloads use it (`workload::Session`): rust-postgres
+//! A PostgreSQL connection as the workloads use it ([`crate::client::connection::Session`]): rust-postgres
 //! prepared statements (`?` placeholders numbered `$1`, `$2`… here; integers sent at the
 //! width the server gave the parameter), rows discarded, BEGIN and COMMIT prepared as
 //! pgbench -M prepared does, the simple protocol for the user's statements. Driver errors

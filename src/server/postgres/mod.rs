@@ -16,6 +16,7 @@ pub mod wire;
 
 use super::catalog::Feature;
 use super::engines::{CpuScope, EngineDef, Opened};
+use super::local::Restart;
 use super::url::TargetSpec;
 use super::{Admin, Engine, ManagedConfig, ServerLost};
 use crate::client::connection::{DbError, Session};
@@ -384,11 +385,8 @@ impl Engine for PgEngine {
         Some((find, datadir, None))
     }
 
-    fn restart_managed(&mut self, extra_opts: &[String]) -> Result<()> {
-        match &mut self.managed {
-            Some(m) => m.restart(extra_opts),
-            None => Err(usage("only a managed target can be restarted by dbtax")),
-        }
+    fn managed(&mut self) -> Option<&mut dyn Restart> {
+        self.managed.as_mut().map(|m| m.process())
     }
 
     fn is_managed(&self) -> bool {

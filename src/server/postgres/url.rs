@@ -6,7 +6,7 @@
 //! and `verify-full` connect over TLS (`tls`); the others do not.
 
 use super::tls::SslMode;
-use crate::server::url::{ParsedUrl, decode, encode};
+use crate::server::url::{ParsedUrl, decode, encode, text as url_text};
 use anyhow::{Result, bail};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -123,17 +123,6 @@ impl PgUrl {
 
     /// The URL as text; `reveal`: with the password (for the engine, never printed).
     pub fn text(&self, reveal: bool) -> String {
-        let user = if reveal {
-            encode(&self.user)
-        } else {
-            self.user.clone()
-        };
-        let pass = match &self.password {
-            Some(p) if reveal => format!(":{}", encode(p)),
-            Some(_) => ":***".into(),
-            None => String::new(),
-        };
-        let db = self.db.as_deref().unwrap_or("");
         let mut params = vec![];
         if let Some(dir) = &self.socket_dir {
             params.push(format!("host={}", dir.display()));
@@ -150,18 +139,19 @@ impl PgUrl {
         if let Some(r) = &self.sslrootcert {
             params.push(format!("sslrootcert={}", encode(&r.to_string_lossy())));
         }
-        let query = if params.is_empty() {
-            String::new()
-        } else {
-            format!("?{}", params.join("&"))
+        let place = match self.socket_dir {
+            Some(_) => format!(":{}", self.port),
+            None => format!("{}:{}", self.host, self.port),
         };
-        match &self.socket_dir {
-            Some(_) => format!("postgres://{user}{pass}@:{}/{db}{query}", self.port),
-            None => format!(
-                "postgres://{user}{pass}@{}:{}/{db}{query}",
-                self.host, self.port
-            ),
-        }
+        let login = (self.user.as_str(), self.password.as_deref());
+        url_text(
+            "postgres",
+            login,
+            &place,
+            self.db.as_deref(),
+            &params,
+            reveal,
+        )
     }
 
     /// The URL with the password replaced by `***`: the only form that is ever printed.

@@ -7,8 +7,8 @@
 
 use super::super::{db_error, quote_ident, quote_literal};
 use super::PgAdmin;
-use crate::workload::replay::reach::{CodeObject, ServerCode};
 use anyhow::Result;
+use dbtax_logs::read_only::reach::{CodeObject, ServerCode};
 
 /// Roles whose members can reach beyond the database's data (signal sessions, run
 /// programs, read or write the host's files, write every table).
