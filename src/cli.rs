@@ -85,6 +85,21 @@ change and restored at exit, on error and on Ctrl-C; `dbtax restore` after a kil
   dbtax demo --quick    threads 1 and 16, fewer blocks (under 2 minutes)
   dbtax demo --quick --target managed:postgres")]
     Demo(DemoArgs),
+    /// What a feature costs on production's own traffic: switched on and off in short
+    /// randomized windows on a running server, no load of dbtax's.
+    #[command(after_help = "Examples:
+  dbtax live --feature general-log --for 20m --target 'mysql://root:pw@db:3306/' --dry-run
+  dbtax live --feature general-log --for 20m --window 20s --target 'mysql://root:pw@127.0.0.1:3306/'
+  dbtax live --feature log-statement --for 30m --max-on 25% --target 'postgres://postgres@/app?host=/run/postgresql'
+  dbtax live --feature slow-log --for 10m --server-host ssh://db --target 'mysql://root:pw@db:3306/' --yes
+
+The server's own clients are the workload. Each window is paired with the one beside it (one
+off, one on, in a random order), so a trend in the traffic hits both sides alike; the
+differences in rate and mix between a pair's windows are taken into account. A guard
+(sessions running, the disk, Ctrl-C) switches the feature off at once and ends the run
+(exit 1). Settings are journaled before any change and restored at exit; `dbtax restore`
+after a kill -9.")]
+    Live(Box<LiveArgs>),
     /// List the feature catalog and whether the target supports each feature.
     #[command(after_help = "Examples:
   dbtax features
@@ -594,6 +609,67 @@ pub struct CaptureArgs {
     pub server_host: Option<String>,
     /// The dbtax binary on that host (default: `dbtax` on its PATH), or `copy` to copy this
     /// one to a temporary file there
+    #[arg(help_heading = "Target", long, value_name = "PATH|copy")]
+    pub agent_bin: Option<String>,
+}
+
+/// `dbtax live`.
+#[derive(Debug, Args)]
+pub struct LiveArgs {
+    #[command(flatten)]
+    pub target: TargetArgs,
+    /// A feature to measure (repeatable: each is switched alone against off).
+    #[arg(long = "feature", short = 'f', value_name = "FEATURE", required = true)]
+    pub features: Vec<String>,
+    /// How long to run the windows, e.g. 20m.
+    #[arg(long = "for", value_name = "TIME", value_parser = crate::units::duration)]
+    pub duration: std::time::Duration,
+    /// One window, settle time included.
+    #[arg(long, value_name = "TIME", default_value = "20s", value_parser = crate::units::duration)]
+    pub window: std::time::Duration,
+    /// Not measured after each switch.
+    #[arg(long, value_name = "TIME", default_value = "2s", value_parser = crate::units::duration)]
+    pub settle: std::time::Duration,
+    /// The share of the time a feature may be on, e.g. 50%, 25%.
+    #[arg(
+        help_heading = "Safety",
+        long,
+        value_name = "SHARE",
+        default_value = "50%"
+    )]
+    pub max_on: String,
+    /// Sessions running in an on window above this many times the off windows' level switch
+    /// the feature off and end the run.
+    #[arg(
+        help_heading = "Safety",
+        long,
+        value_name = "FACTOR",
+        default_value_t = 2.0
+    )]
+    pub guard: f64,
+    /// Stop early once the feature logs have grown by this much, e.g. 500M.
+    #[arg(help_heading = "Safety", long, value_parser = crate::units::bytes)]
+    pub max_log_bytes: Option<u64>,
+    /// Do not ask for confirmation (needed when not on a terminal).
+    #[arg(help_heading = "Safety", long)]
+    pub yes: bool,
+    /// Print the schedule, the signals this server offers and the guards; change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Results folder (default: `./dbtax-results/<time>-live/`).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// The schedule's seed (default: from the clock).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Print results.json instead of the table.
+    #[arg(long)]
+    pub json: bool,
+    /// The database's host, when the server is not on this machine: its CPU is read there
+    /// through `dbtax agent --stdio` over ssh (as `run --server-host`)
+    #[arg(help_heading = "Target", long, value_name = "ssh://[user@]host[:port]")]
+    pub server_host: Option<String>,
+    /// The dbtax binary on that host (default: `dbtax` on its PATH), or `copy`
     #[arg(help_heading = "Target", long, value_name = "PATH|copy")]
     pub agent_bin: Option<String>,
 }

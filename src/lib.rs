@@ -15,6 +15,7 @@ pub mod feature;
 pub mod fsync;
 pub mod host;
 pub mod interrupt;
+pub mod live;
 pub mod load;
 pub mod out;
 pub mod probe;

@@ -9,6 +9,7 @@ pub mod demo;
 pub mod docs;
 pub mod features;
 pub mod fsync;
+pub mod live;
 pub mod presets;
 pub mod progress;
 pub mod report;
@@ -27,6 +28,7 @@ pub fn dispatch(cli: Cli) -> Result<()> {
         Command::Features(args) => features::run(args),
         Command::Restore(args) => restore::run(args),
         Command::Capture(args) => capture::run(args),
+        Command::Live(args) => live::run(*args),
         Command::Report(args) => report::run(args),
         Command::Compare(args) => compare::run(args),
         Command::Presets => presets::run(),

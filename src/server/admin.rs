@@ -13,6 +13,17 @@ use std::collections::BTreeMap;
 /// Where a server counts no statements of all its clients (PostgreSQL has no `Questions`):
 /// how many sessions of other clients (not dbtax's application name) ran a statement since
 /// this admin connection's previous read of the counters, or are running one now.
+/// One reading of production's traffic (`Settings::traffic`).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Traffic {
+    /// The work done so far by every session, cumulative: statements on the MySQL family
+    /// (`Questions`), transactions on PostgreSQL (`pg_stat_database`).
+    pub work: f64,
+    /// Sessions running a statement now, this one left out (`Threads_running`; active
+    /// client backends).
+    pub running: f64,
+}
+
 pub const OTHER_SESSIONS: &str = "dbtax_other_sessions";
 
 /// What a support check may assume about the target.
@@ -97,6 +108,10 @@ pub trait Settings: Send {
     /// Status counters worth reporting per query (cumulative values), and where the engine
     /// has no statement counter, `OTHER_SESSIONS` (not a counter).
     fn status_counters(&mut self) -> Result<BTreeMap<String, f64>>;
+    /// What a live run reads of production's traffic, cheaply (one short statement, no
+    /// lock a client waits on): the work every session has done so far, and the sessions
+    /// running a statement now (this one left out).
+    fn traffic(&mut self) -> Result<Traffic>;
     /// Can the server run this feature? Changes nothing.
     fn support(&mut self, feature: &Feature, ctx: SupportContext) -> Result<Support>;
 }

@@ -12,6 +12,7 @@ mod clients;
 mod common;
 mod cpus;
 mod disturbance;
+mod live;
 mod locks;
 mod remote;
 mod replay;
@@ -156,6 +157,9 @@ fn main() {
         bench::bench_on_a_managed_server_prints_one_trial,
         restart::a_restart_only_feature_is_refused_on_a_server_dbtax_does_not_manage,
         restart::the_binary_log_is_switched_by_restarting_a_managed_server,
+        live::live_refuses_bad_input_before_any_change,
+        live::live_finds_the_general_logs_cost_on_production_traffic,
+        live::a_live_guard_that_trips_switches_the_feature_off,
         run::factors_in_a_file_report_each_factor_within_the_other,
         safety::the_disk_guard_stops_a_run_before_the_log_passes_its_limit,
         bench::a_rate_is_held_and_latency_counts_from_the_intended_start,

@@ -10,6 +10,7 @@ mod capacity;
 mod clients;
 #[path = "../common/mod.rs"]
 mod common;
+mod live;
 mod locks;
 mod replay;
 
@@ -572,5 +573,6 @@ fn dbtax_scenarios() -> &'static [common::Scenario<Ctx>] {
         locks::the_session_and_the_login_refuse_what_the_classifier_would_miss,
         locks::definer_code_and_quoted_settings_do_not_get_past_the_locks,
         locks::a_restore_drops_what_the_temporary_role_owns,
+        live::live_finds_log_statements_cost_on_production_traffic,
     ]
 }

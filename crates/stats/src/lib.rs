@@ -14,6 +14,9 @@
 //! - [`run`]: the loop that drives a design over anything that implements [`run::Bench`]:
 //!   a real server's load in dbtax, the simulated server here, a production server's own
 //!   traffic switched in windows.
+//! - [`live`]: a run on production's own traffic: windows switched in paired, randomized
+//!   blocks, and the cost per statement read from the server's counters, honest under a
+//!   rate and a mix that drift.
 //! - [`sim`]: a simulated server with a known overhead, heavy tails, stalls, drift and
 //!   carry-over, against which the intervals' coverage is checked (tests/).
 //!
@@ -42,6 +45,7 @@ pub struct ServerLost(pub String);
 
 pub mod design;
 pub mod intervals;
+pub mod live;
 pub mod results;
 pub mod rng;
 pub mod run;

@@ -31,6 +31,7 @@ pub(super) fn header(
         command: crate::server::url::redacted_argv(),
         started_at,
         complete: false,
+        live: None,
         target,
         host: crate::host::host_info(),
         workload: exp.workload.to_json(),

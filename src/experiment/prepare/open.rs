@@ -228,7 +228,7 @@ fn wait_until_quiet(server: &Server, display: &mut dyn Observer) {
 }
 
 /// The results folder: `--out`, else ./dbtax-results/<time>-<name>/, created now.
-fn out_dir(explicit: Option<&Path>, name: &str) -> Result<PathBuf> {
+pub(crate) fn out_dir(explicit: Option<&Path>, name: &str) -> Result<PathBuf> {
     let dir = match explicit {
         Some(d) => d.to_path_buf(),
         None => {

@@ -565,6 +565,10 @@ pub struct Results {
     /// this process made it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub agents: Vec<AgentInfo>,
+    /// A live run's record (`dbtax live`): its windows, estimates and guards. Absent from
+    /// every other run's results.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub live: Option<crate::live::LiveResults>,
 }
 
 impl Results {

@@ -8,6 +8,7 @@
 //! of a trial after a switch, and an effect that drifts across the run (AR(1)). No time
 //! passes: trials are instant.
 
+pub mod production;
 pub mod seeded;
 
 use crate::results::{LatencyMs, Trial};

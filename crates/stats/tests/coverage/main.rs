@@ -18,6 +18,7 @@ mod capacity;
 mod carryover_over_two_trials;
 mod disturbance;
 mod late;
+mod production;
 
 use dbtax_stats::design::{Design, Focus, MIN_BLOCKS, StopRule, product};
 use dbtax_stats::intervals::overhead::{half_width, mean_ci_with, pct};

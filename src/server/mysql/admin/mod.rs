@@ -182,6 +182,24 @@ impl Settings for MysqlAdmin {
         global_status(&mut self.conn)
     }
 
+    fn traffic(&mut self) -> Result<crate::server::admin::Traffic> {
+        let rows: Vec<(String, String)> = self
+            .conn
+            .query("SHOW GLOBAL STATUS WHERE Variable_name IN ('Questions', 'Threads_running')")
+            .map_err(db_error)?;
+        let get = |name: &str| {
+            rows.iter()
+                .find(|(k, _)| k.eq_ignore_ascii_case(name))
+                .and_then(|(_, v)| v.parse::<f64>().ok())
+                .unwrap_or(0.0)
+        };
+        Ok(crate::server::admin::Traffic {
+            work: get("Questions"),
+            // This session's SHOW is one of them.
+            running: (get("Threads_running") - 1.0).max(0.0),
+        })
+    }
+
     fn relevant_names(&self) -> &'static [&'static str] {
         &[
             "version",

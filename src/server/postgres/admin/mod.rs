@@ -336,6 +336,22 @@ impl Settings for PgAdmin {
         Ok(Some((max.max(0) as u64, used.max(0) as u64)))
     }
 
+    fn traffic(&mut self) -> Result<crate::server::admin::Traffic> {
+        let row = self
+            .conn
+            .query_one(
+                "SELECT (SELECT sum(xact_commit + xact_rollback) FROM pg_stat_database)::float8, \
+                 (SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' \
+                  AND state = 'active' AND pid <> pg_backend_pid())::float8",
+                &[],
+            )
+            .map_err(db_error)?;
+        Ok(crate::server::admin::Traffic {
+            work: row.get::<_, Option<f64>>(0).unwrap_or(0.0),
+            running: row.get(1),
+        })
+    }
+
     /// The WAL's position, and the sessions of other clients that ran a statement since the
     /// previous read (their `state_change`) or run one now: every client backend but this
     /// one whose application name is not the one dbtax's own connections carry. Sessions
