@@ -11,6 +11,7 @@ mod analysis;
 mod capacity;
 mod estimate;
 mod fingerprints;
+pub mod live;
 pub use agents::{AgentInfo, AgentTrial, Coordination, ServerHost};
 pub use analysis::{Analysis, CarryOverTerm, DisturbedBlock, Interaction, Robust, Transient};
 pub use capacity::{Capacity, CapacityStep, Quantile, Slo};
@@ -568,7 +569,7 @@ pub struct Results {
     /// A live run's record (`dbtax live`): its windows, estimates and guards. Absent from
     /// every other run's results.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub live: Option<crate::live::LiveResults>,
+    pub live: Option<live::LiveResults>,
 }
 
 impl Results {
