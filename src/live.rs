@@ -89,23 +89,16 @@ impl Prepared {
             })
             .collect();
         t += &format!("  order: {}\n", order.join(" "));
-        for v in &self.plan.variants[1..] {
-            t += &format!(
-                "  {} switches: {}\n",
-                v.name,
-                self.plan
-                    .statements
-                    .per_variant
-                    .get(
-                        self.plan
-                            .variants
-                            .iter()
-                            .position(|x| x.name == v.name)
-                            .unwrap_or(0)
-                    )
-                    .map(|s| s.join("; "))
-                    .unwrap_or_default()
-            );
+        for (v, statements) in self
+            .plan
+            .variants
+            .iter()
+            .zip(&self.plan.statements.per_variant)
+        {
+            if v.features.is_empty() {
+                continue;
+            }
+            t += &format!("  {} switches: {}\n", v.name, statements.join("; "));
         }
         t += &format!(
             "  signals: {} ({}), server CPU ({}), log bytes ({}), sessions running\n",
@@ -382,7 +375,7 @@ fn windows(
     }
     out.running_as_found = mean(&as_found);
     let mut off_running: Vec<f64> = as_found;
-    let log_start = snap(0.0)?.log;
+    let log_start = disk.size()?;
     let mut current = 0usize;
     let n = out.slots.len();
     let result = (|| -> Result<()> {
@@ -430,7 +423,7 @@ fn windows(
                         anyhow::bail!("the guard tripped: {why}");
                     }
                 }
-                let grown = snap(0.0)?.log.saturating_sub(log_start);
+                let grown = disk.size()?.saturating_sub(log_start);
                 if let Some(why) = disk.check(grown, 0)? {
                     out.guard_tripped = Some(why.clone());
                     anyhow::bail!("the disk guard tripped: {why}");

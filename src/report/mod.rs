@@ -8,6 +8,7 @@ pub mod capacity;
 pub mod closed;
 pub mod csv;
 pub mod interval;
+pub mod live;
 pub mod page;
 pub mod rate;
 pub mod statements;
