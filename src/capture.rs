@@ -290,9 +290,8 @@ pub fn capture(
     watch.quiet();
     let on = &plan.variants[1];
     switcher.apply(&on.state, &on.plugins)?;
-    // The capture begins once the setting is in force (on PostgreSQL the switch's own
-    // check that it is, a statement of dbtax's, is logged before).
-    let from = match size(reader.as_ref()) {
+    // The capture begins once the setting is in force, past dbtax's own check that it is.
+    let from = match beginning(&server, reader.as_ref(), &log, &size) {
         Ok(n) => n,
         Err(e) => {
             switcher.restore()?;
@@ -443,6 +442,67 @@ fn wait(
         }
     }
     Ok((None, false))
+}
+
+/// Where a capture begins: the log's end once the setting is in force. PostgreSQL's
+/// collector writes a statement's line a moment after the statement ran, so the switch's own
+/// check (a statement of dbtax's, logged at the new setting) could land past a size read at
+/// once, and be captured as an application's. A statement of dbtax's own, a mark, is logged
+/// after it, and the capture begins past the mark's line; when the mark does not show within
+/// `MARK_PATIENCE`, at the log's end then. Engines whose log is written as the statement
+/// ends run no mark.
+fn beginning(
+    server: &crate::server::Server,
+    reader: &dyn crate::probe::Reader,
+    log: &Path,
+    size: &dyn Fn(&dyn crate::probe::Reader) -> Result<u64>,
+) -> Result<u64> {
+    let at = size(reader)?;
+    let mark = format!(
+        "dbtax: the capture begins after this line ({} {})",
+        std::process::id(),
+        crate::host::now_rfc3339()
+    );
+    let mut admin = server.admin()?;
+    if !admin.mark(&mark)? {
+        return Ok(at);
+    }
+    drop(admin);
+
+    let path = log.display().to_string();
+    let needle = mark.as_bytes();
+    let deadline = Instant::now() + MARK_PATIENCE;
+    // Scanned up to `scanned` (less the mark's length, in case it straddles two reads).
+    let mut scanned = at;
+    while Instant::now() < deadline {
+        let end = size(reader)?;
+        while scanned < end {
+            let max = (end - scanned).min(u64::from(crate::probe::FILE_PART)) as u32;
+            let part = read_patiently(|| reader.read_file(&path, scanned, max))?;
+            if part.is_empty() {
+                break;
+            }
+            if let Some(i) = find(&part, needle) {
+                // The line's end: the mark's record is one line in every format.
+                if let Some(j) = part[i..].iter().position(|&b| b == b'\n') {
+                    return Ok(scanned + (i + j + 1) as u64);
+                }
+                break;
+            }
+            let step = part.len().saturating_sub(needle.len()).max(1);
+            scanned += step as u64;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    size(reader)
+}
+
+/// How long a capture waits for its mark in PostgreSQL's log.
+const MARK_PATIENCE: Duration = Duration::from_secs(3);
+
+/// Where `needle` first occurs in `hay`.
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
 }
 
 /// Copy bytes `range` of `log` into a temporary file beside the output, then rename it

@@ -101,6 +101,12 @@ pub trait Settings: Send {
     /// its login may (a capture watches the server through such a session: its statements
     /// are not the application's). Never fails: a login that may not still works.
     fn quiet(&mut self) {}
+    /// Run a statement whose only use is to be found in the server's statement log (its
+    /// text holds `mark`), where the log is written a moment after a statement ran
+    /// (PostgreSQL's collector): a capture begins past it. Whether one was run.
+    fn mark(&mut self, _mark: &str) -> Result<bool> {
+        Ok(false)
+    }
     /// Whether the server still answers this connection: Err (`ServerLost`) when not.
     fn ping(&mut self) -> Result<()> {
         self.global_vars(&["version", "server_version"]).map(|_| ())

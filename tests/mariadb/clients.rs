@@ -22,8 +22,15 @@ fn running(root: &mut mysql::Conn, like: &str) -> Vec<u64> {
     .unwrap()
 }
 
-/// Kill every connection running `like` (as root) once, after `after`; returns how many.
-fn kill_running(socket: &Path, like: &str, after: Duration) -> std::thread::JoinHandle<u64> {
+/// Kill every connection running `like` (as root) once, after `after`; then watch, for up
+/// to `watch`, for as many new connections running it again (the killed clients, connected
+/// again). Returns (killed, came back).
+fn kill_running(
+    socket: &Path,
+    like: &str,
+    after: Duration,
+    watch: Duration,
+) -> std::thread::JoinHandle<(u64, u64)> {
     let (socket, like) = (socket.to_path_buf(), like.to_string());
     std::thread::spawn(move || {
         std::thread::sleep(after);
@@ -32,7 +39,17 @@ fn kill_running(socket: &Path, like: &str, after: Duration) -> std::thread::Join
         for id in &ids {
             let _ = root.query_drop(format!("KILL CONNECTION {id}"));
         }
-        ids.len() as u64
+        let deadline = Instant::now() + watch;
+        let mut back = std::collections::BTreeSet::new();
+        while Instant::now() < deadline && back.len() < ids.len() {
+            back.extend(
+                running(&mut root, &like)
+                    .into_iter()
+                    .filter(|id| !ids.contains(id)),
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        (ids.len() as u64, back.len().min(ids.len()) as u64)
     })
 }
 
@@ -96,19 +113,25 @@ pub(crate) fn the_lean_clients_survive_big_rows_errors_and_killed_connections(ct
 
         // Connections killed mid-query: the failures named, the clients connect again and
         // the trial completes.
-        let killer = kill_running(&ctx.socket, "SELECT SLEEP", Duration::from_millis(900));
+        let killer = kill_running(
+            &ctx.socket,
+            "SELECT SLEEP",
+            Duration::from_millis(900),
+            Duration::from_secs(3),
+        );
         let started = Instant::now();
-        let o = bench_query(ctx, &url, "SELECT SLEEP(0.2)", "2s", model);
-        let killed = killer.join().unwrap();
+        let o = bench_query(ctx, &url, "SELECT SLEEP(0.2)", "4s", model);
+        let (killed, back) = killer.join().unwrap();
         assert!(killed > 0, "{model}: nothing to kill");
         assert!(
             started.elapsed() < Duration::from_secs(30),
             "{model}: too slow"
         );
         let v = json_of(&o);
-        // 3 clients × 5 statements a second for 2 s: about 30 when they connect again, at
-        // most 3 × 5 (the kill lands within the first second) when they do not.
-        assert!(v["queries"].as_u64().unwrap() >= 20, "{model}: {v}");
+        // Each killed client connected again and ran its statement while the trial went on
+        // (seen by the server, not inferred from a throughput a busy machine can halve), and
+        // each kill is one failure; a client that did not come back fails the trial in words.
+        assert_eq!(back, killed, "{model}: {v}");
         assert_eq!(v["errors"].as_u64(), Some(killed), "{model}: {v}");
         // MariaDB closes a killed connection without a word (MySQL sends error 1927 first).
         let messages = v["error_messages"].to_string();

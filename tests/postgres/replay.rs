@@ -360,7 +360,15 @@ pub(crate) fn a_capture_of_a_pool_in_csvlog_past_idle_session_timeout(ctx: &Ctx)
         "ALTER SYSTEM SET log_destination = 'csvlog'; ALTER SYSTEM SET idle_session_timeout = '2s'",
     );
     let conf = ctx.auto_conf();
-    let mut pool: Vec<postgres::Client> = (0..3).map(|_| ctx.sql(db)).collect();
+    // The pool's own sessions are kept from the timeout (a pool pings its connections); it
+    // is dbtax's admin connection that must outlive it while dbtax starts and captures.
+    let mut pool: Vec<postgres::Client> = (0..3)
+        .map(|_| {
+            let mut c = ctx.sql(db);
+            c.batch_execute("SET idle_session_timeout = 0").unwrap();
+            c
+        })
+        .collect();
     let path = ctx.work.join("pg-pool-capture.csv");
     let capture = common::Capture::start(ctx.dbtax(), "6s", &ctx.url(db), &path);
     for round in 0..6 {

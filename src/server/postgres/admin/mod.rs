@@ -162,6 +162,13 @@ impl Settings for PgAdmin {
         );
     }
 
+    fn mark(&mut self, mark: &str) -> Result<bool> {
+        self.conn
+            .batch_execute(&format!("SELECT {}", quote_literal(mark)))
+            .map_err(db_error)?;
+        Ok(true)
+    }
+
     fn global_vars(&mut self, names: &[&str]) -> Result<BTreeMap<String, String>> {
         let mut out: BTreeMap<String, String> = self
             .settings(names)?
