@@ -291,7 +291,7 @@ pub fn capture(
     let on = &plan.variants[1];
     switcher.apply(&on.state, &on.plugins)?;
     // The capture begins once the setting is in force, past dbtax's own check that it is.
-    let from = match beginning(&server, reader.as_ref(), &log, &size) {
+    let from = match beginning(&mut switcher, reader.as_ref(), &log, &size) {
         Ok(n) => n,
         Err(e) => {
             switcher.restore()?;
@@ -452,7 +452,7 @@ fn wait(
 /// `MARK_PATIENCE`, at the log's end then. Engines whose log is written as the statement
 /// ends run no mark.
 fn beginning(
-    server: &crate::server::Server,
+    switcher: &mut Switcher,
     reader: &dyn crate::probe::Reader,
     log: &Path,
     size: &dyn Fn(&dyn crate::probe::Reader) -> Result<u64>,
@@ -463,11 +463,11 @@ fn beginning(
         std::process::id(),
         crate::host::now_rfc3339()
     );
-    let mut admin = server.admin()?;
-    if !admin.mark(&mark)? {
+    // (In the switcher's own session, already open: a new one's first statements would be
+    // logged where the log is written as they run.)
+    if !switcher.mark(&mark)? {
         return Ok(at);
     }
-    drop(admin);
 
     let path = log.display().to_string();
     let needle = mark.as_bytes();
@@ -487,7 +487,12 @@ fn beginning(
                 if let Some(j) = part[i..].iter().position(|&b| b == b'\n') {
                     return Ok(scanned + (i + j + 1) as u64);
                 }
-                break;
+                if i == 0 {
+                    // Not written to its end yet.
+                    break;
+                }
+                scanned += i as u64;
+                continue;
             }
             let step = part.len().saturating_sub(needle.len()).max(1);
             scanned += step as u64;

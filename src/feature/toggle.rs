@@ -122,6 +122,13 @@ impl Switcher {
         })
     }
 
+    /// Run a statement found by `mark` in the server's statement log, in this switcher's
+    /// session, where the engine writes its log a moment after a statement ran
+    /// (`Settings::mark`). Whether one was run.
+    pub fn mark(&mut self, mark: &str) -> Result<bool> {
+        self.admin.mark(mark)
+    }
+
     /// Install the run's plugins and read originals, journaling each before acting. Switched
     /// plugins (absent now) are loaded later, by `apply`, in the variants that use them;
     /// their variables exist only then and have no original. Journals only servers dbtax

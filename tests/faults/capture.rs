@@ -365,7 +365,8 @@ pub fn a_dbas_change_during_a_capture_is_said_as_left(ctx: &Ctx) {
         "--out".into(),
         idle.display().to_string(),
     ]);
-    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let held = std::fs::read_to_string(&idle).unwrap_or_default();
+    assert_eq!(o.status.code(), Some(1), "{}\ncaptured:\n{held}", text(&o));
     assert!(text(&o).contains("holds no statement"), "{}", text(&o));
     ctx.as_found(&originals).unwrap();
     println!("a DBA's change during a capture: kept and said; an empty capture fails in words");
