@@ -482,9 +482,9 @@ fn beginning(
             if part.is_empty() {
                 break;
             }
-            if let Some(i) = find(&part, needle) {
+            if let Some(i) = memchr::memmem::find(&part, needle) {
                 // The line's end: the mark's record is one line in every format.
-                if let Some(j) = part[i..].iter().position(|&b| b == b'\n') {
+                if let Some(j) = memchr::memchr(b'\n', &part[i..]) {
                     return Ok(scanned + (i + j + 1) as u64);
                 }
                 if i == 0 {
@@ -504,11 +504,6 @@ fn beginning(
 
 /// How long a capture waits for its mark in PostgreSQL's log.
 const MARK_PATIENCE: Duration = Duration::from_secs(3);
-
-/// Where `needle` first occurs in `hay`.
-fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    hay.windows(needle.len()).position(|w| w == needle)
-}
 
 /// Copy bytes `range` of `log` into a temporary file beside the output, then rename it
 /// into place: the bytes written. Refused before anything is written when the output's
