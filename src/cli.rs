@@ -96,8 +96,8 @@ change and restored at exit, on error and on Ctrl-C; `dbtax restore` after a kil
 The server's own clients are the workload. Each window is paired with the one beside it (one
 off, one on, in a random order), so a trend in the traffic hits both sides alike; the
 differences in rate and mix between a pair's windows are taken into account. A guard
-(sessions running, the disk, Ctrl-C) switches the feature off at once and ends the run
-(exit 1). Settings are journaled before any change and restored at exit; `dbtax restore`
+(sessions running, statement time, the error rate, the disk, Ctrl-C) switches the feature
+off at once and ends the run (exit 1). Settings are journaled before any change and restored at exit; `dbtax restore`
 after a kill -9.")]
     Live(Box<LiveArgs>),
     /// List the feature catalog and whether the target supports each feature.
@@ -647,6 +647,26 @@ pub struct LiveArgs {
         default_value_t = 2.0
     )]
     pub guard: f64,
+    /// Statement time in an on window above this many times what the off windows showed for
+    /// the same statements (per shape, where the server sums them: performance_schema's
+    /// digests, pg_stat_statements) switches the feature off and ends the run.
+    #[arg(
+        help_heading = "Safety",
+        long,
+        value_name = "FACTOR",
+        default_value_t = 2.0
+    )]
+    pub latency_guard: f64,
+    /// An error rate in an on window above the off windows' by more than this (statements
+    /// in error with performance_schema; transactions rolled back on PostgreSQL) switches
+    /// the feature off and ends the run, e.g. 1%.
+    #[arg(
+        help_heading = "Safety",
+        long,
+        value_name = "SHARE",
+        default_value = "1%"
+    )]
+    pub error_guard: String,
     /// Stop early once the feature logs have grown by this much, e.g. 500M.
     #[arg(help_heading = "Safety", long, value_parser = crate::units::bytes)]
     pub max_log_bytes: Option<u64>,

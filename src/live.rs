@@ -3,9 +3,13 @@
 //! out by `dbtax_stats::live::schedule` (an off and an on window side by side in a random
 //! order, pairs in blocks, the share of time on capped), each window read from the server
 //! alone (its work counter, its CPU, the feature log's bytes, the sessions running), and the
-//! estimates are `dbtax_stats::live::estimate`'s. Guards switch the feature off at once and
-//! end the run: sessions running past `--guard` times what the off windows showed, the disk
-//! guard, Ctrl-C. Journal, run lock and `dbtax restore` as for `run`.
+//! estimates are `dbtax_stats::live::estimate`'s. Where the server sums its statements per
+//! shape with their time (performance_schema's digests, pg_stat_statements), each window
+//! reads them too, for the latency added. Guards switch the feature off at once and end the
+//! run: sessions running past `--guard` times what the off windows showed, statement time
+//! past `--latency-guard` times the off windows' for the same shapes, an error rate past the
+//! off windows' by `--error-guard`, the disk guard, Ctrl-C. Journal, run lock and
+//! `dbtax restore` as for `run`.
 
 use crate::error::usage;
 use crate::experiment::prepare::open::open;
@@ -13,11 +17,13 @@ use crate::experiment::prepare::plan::Plan;
 use crate::experiment::run::disk::DiskGuard;
 use crate::experiment::spec::Experiment;
 use crate::feature::toggle::Switcher;
-use crate::server::{Server, ServerConfig};
+use crate::server::admin::Shape;
+use crate::server::{Admin, Server, ServerConfig, Support};
 use crate::workload::{Workload, WorkloadKind};
 use anyhow::{Context, Result};
 use dbtax_stats::design::variants_for_features;
 use dbtax_stats::live::{LiveResults, Reading, Slot, Window, estimate, schedule};
+use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 /// How often the sessions running and the disk are read inside a window.
@@ -25,6 +31,15 @@ const POLL: Duration = Duration::from_millis(500);
 /// A guard on sessions running trips on the mean of this many polls (a second's spike from a
 /// neighbour is not production slowing down).
 const GUARD_POLLS: usize = 4;
+/// In an on window, the shapes' table is read every this many polls for the latency guard
+/// (besides each window's start and end).
+const SHAPES_EVERY: usize = 4;
+/// The shapes compared: the busiest this many as the server was found.
+const MAX_SHAPES: usize = 50;
+/// The latency guard judges a stretch of an on window from this many statements on.
+const GUARD_MIN_CALLS: f64 = 50.0;
+/// The error guard judges a stretch of an on window from this many statements on.
+const GUARD_MIN_WORK: f64 = 100.0;
 /// How long a restore keeps reconnecting to a server that does not answer.
 const RESTORE_PATIENCE: Duration = Duration::from_secs(40);
 
@@ -45,6 +60,11 @@ pub struct LiveSpec {
     /// Sessions running during an on window past this many times the off windows' level
     /// switch the feature off and end the run.
     pub guard: f64,
+    /// Statement time during an on window past this many times the off windows' for the
+    /// same shapes does too.
+    pub latency_guard: f64,
+    /// And an error rate above the off windows' by more than this share.
+    pub error_guard: f64,
     /// The schedule's seed.
     pub seed: u64,
     /// `--max-log-bytes`: the feature logs may grow by this much in all.
@@ -61,9 +81,20 @@ pub struct Prepared {
     notes: Vec<String>,
     cpu_read: bool,
     work: &'static str,
+    /// Where statement times per shape are read, or why not.
+    shapes: Support,
+    /// Whether the server counts errors cheaply.
+    errors_read: bool,
+    /// Whether the server says which of its threads runs dbtax's session.
+    own_task: bool,
 }
 
 impl Prepared {
+    /// What results.json says of the server.
+    pub fn target(&self) -> crate::results::TargetInfo {
+        self.server.info()
+    }
+
     /// The schedule, the signals and the guards, as the dry run and the confirmation say.
     pub fn describe(&self, spec: &LiveSpec) -> String {
         let on = self.slots.iter().filter(|s| s.feature.is_some()).count();
@@ -125,19 +156,72 @@ impl Prepared {
                     .join(", ")
             }
         );
-        t += "  not read by this version: statement latencies per shape (performance_schema's \
-              digests, pg_stat_statements) and the error rate: no latency estimate and no \
-              latency guard\n";
+        t += &match &self.shapes {
+            Support::Yes(table) => format!(
+                "  statement times per shape: {table}, read at each window's start and end \
+                 (every {} s in an on window too, for the latency guard); the {MAX_SHAPES} \
+                 busiest shapes as found are compared\n",
+                SHAPES_EVERY as f64 * POLL.as_secs_f64()
+            ),
+            Support::No(why) => format!(
+                "  statement times per shape: not read ({why}): no latency estimate and no \
+                 latency guard\n"
+            ),
+        };
+        t += &if self.errors_read {
+            format!(
+                "  errors: {}\n",
+                if self.work == "statements" {
+                    "statements in error (performance_schema's summary by statement kind)"
+                } else {
+                    "transactions rolled back (pg_stat_database)"
+                }
+            )
+        } else {
+            "  errors: not counted (performance_schema is off): no error guard\n".into()
+        };
         t += &format!(
-            "  guards: sessions running in an on window above {}x the off windows' level \
-             (the mean of {} polls {} ms apart), the disk guard{}, Ctrl-C: each switches the \
-             feature off at once and ends the run\n",
+            "  what watching costs the server: {}\n",
+            match (self.own_task, self.cpu_read) {
+                (true, true) => "read from the server thread that runs dbtax's session",
+                (false, true) => {
+                    "not told which server thread runs dbtax's session (performance_schema \
+                     is off): the polls' round trip is given as its bound"
+                }
+                _ => "the polls' round trip is given as its bound (the server's CPU is not read)",
+            }
+        );
+        let mut guards = vec![format!(
+            "sessions running in an on window above {}x the off windows' level (the mean of \
+             {} polls {} ms apart)",
             spec.guard,
             GUARD_POLLS,
-            POLL.as_millis(),
+            POLL.as_millis()
+        )];
+        if matches!(self.shapes, Support::Yes(_)) {
+            guards.push(format!(
+                "statement time above {}x the off windows' for the same shapes (two reads in \
+                 a row, {} s apart)",
+                spec.latency_guard,
+                SHAPES_EVERY as f64 * POLL.as_secs_f64()
+            ));
+        }
+        if self.errors_read {
+            guards.push(format!(
+                "an error rate above the off windows' by more than {} points",
+                fmt1(100.0 * spec.error_guard)
+            ));
+        }
+        guards.push(format!(
+            "the disk guard{}",
             spec.max_log_bytes
                 .map(|b| format!(" (and --max-log-bytes {} MB)", b / 1_000_000))
                 .unwrap_or_default()
+        ));
+        guards.push("Ctrl-C".into());
+        t += &format!(
+            "  guards: {}: each switches the feature off at once and ends the run\n",
+            guards.join(", ")
         );
         for n in &self.notes {
             t += &format!("  note: {n}\n");
@@ -206,7 +290,18 @@ pub fn prepare(config: &ServerConfig, spec: &LiveSpec) -> Result<Prepared> {
         )));
     }
     let slots = schedule(spec.seed, k, blocks, spec.max_on);
-    let mut notes = plan.notes.clone();
+    // The plan's notes on the features and the server; not those of a run's load (its
+    // blocks of trials, disturbances, where server and load run).
+    let mut notes: Vec<String> = plan
+        .notes
+        .iter()
+        .filter(|n| {
+            !["blocks:", "disturbance:", "server and load"]
+                .iter()
+                .any(|p| n.starts_with(p))
+        })
+        .cloned()
+        .collect();
     let engine = server.engine().name;
     if engine == "mysql" && spec.features.iter().any(|f| f == "slow-log") {
         notes.push(
@@ -227,6 +322,11 @@ pub fn prepare(config: &ServerConfig, spec: &LiveSpec) -> Result<Prepared> {
         "statements"
     };
     let cpu_read = server.server_pid.is_some();
+    let mut admin = server.admin()?;
+    let shapes = admin.shapes_offered()?;
+    let errors_read = admin.traffic()?.errors.is_some();
+    let own_task = admin.own_task()?.is_some();
+    drop(admin);
     Ok(Prepared {
         server,
         plan,
@@ -234,6 +334,9 @@ pub fn prepare(config: &ServerConfig, spec: &LiveSpec) -> Result<Prepared> {
         notes,
         cpu_read,
         work,
+        shapes,
+        errors_read,
+        own_task,
     })
 }
 
@@ -261,6 +364,8 @@ pub fn run(
         notes,
         cpu_read,
         work,
+        shapes,
+        ..
     } = prepared;
     let started_at = crate::host::now_rfc3339();
     let mut switcher = Switcher::lock(&server, &started_at)?;
@@ -287,6 +392,10 @@ pub fn run(
         work: work.into(),
         cpu_read,
         notes,
+        shapes_read: matches!(shapes, Support::Yes(_)),
+        shapes_source: match shapes {
+            Support::Yes(t) | Support::No(t) => t,
+        },
         ..Default::default()
     };
     let outcome = windows(
@@ -318,7 +427,137 @@ pub fn run(
             e
         })
         .collect();
+    dbtax_stats::live::judge(
+        &mut out.estimates,
+        dbtax_stats::intervals::verdict::NEGLIGIBLE_PCT,
+    );
     Ok((out, ended))
+}
+
+/// dbtax's own session on the server, and what watching has cost: the polls of the
+/// traffic, the reads of the shapes' table, the statements (transactions) they ran, which
+/// the server counts with production's.
+struct Watch<'a> {
+    admin: &'a mut dyn Admin,
+    polls: u64,
+    poll_us: f64,
+    statements: f64,
+    shape_reads: u64,
+    shape_ms: f64,
+    /// The shapes compared, in the order of each window's vectors (empty: none read).
+    keys: Vec<String>,
+}
+
+/// A reading of the shapes' table: calls and time (µs) by key.
+type Sums = HashMap<String, (f64, f64)>;
+
+impl Watch<'_> {
+    fn traffic(&mut self) -> Result<crate::server::admin::Traffic> {
+        let t = Instant::now();
+        let r = self.admin.traffic()?;
+        self.polls += 1;
+        self.poll_us += t.elapsed().as_secs_f64() * 1e6;
+        self.statements += f64::from(r.ran);
+        Ok(r)
+    }
+
+    fn shapes(&mut self) -> Result<Sums> {
+        let t = Instant::now();
+        let rows: Vec<Shape> = self.admin.shapes()?;
+        self.shape_reads += 1;
+        self.shape_ms += t.elapsed().as_secs_f64() * 1e3;
+        self.statements += 1.0;
+        let mut out = Sums::with_capacity(rows.len());
+        for r in rows {
+            // A key the server lists twice (a digest in two rows) is one shape.
+            let e = out.entry(r.key).or_insert((0.0, 0.0));
+            e.0 += r.calls;
+            e.1 += r.time_us;
+        }
+        Ok(out)
+    }
+
+    /// The busiest shapes between two readings become the ones compared.
+    fn choose(&mut self, a: &Sums, b: &Sums) {
+        let mut grown: Vec<(&String, f64)> = b
+            .iter()
+            .map(|(k, (c, _))| (k, c - a.get(k).map_or(0.0, |x| x.0)))
+            .filter(|(_, d)| *d > 0.0)
+            .collect();
+        grown.sort_by(|x, y| y.1.total_cmp(&x.1).then_with(|| x.0.cmp(y.0)));
+        self.keys = grown
+            .into_iter()
+            .take(MAX_SHAPES)
+            .map(|(k, _)| k.clone())
+            .collect();
+    }
+
+    /// Calls and time per compared shape between two readings. A shape the server dropped
+    /// or reset in between (its sums went down) counts nothing.
+    fn between(&self, a: &Sums, b: &Sums) -> (Vec<f64>, Vec<f64>) {
+        self.keys
+            .iter()
+            .map(|k| {
+                let (c0, t0) = a.get(k).copied().unwrap_or((0.0, 0.0));
+                match b.get(k) {
+                    Some(&(c1, t1)) if c1 >= c0 && t1 >= t0 => (c1 - c0, t1 - t0),
+                    _ => (0.0, 0.0),
+                }
+            })
+            .unzip()
+    }
+}
+
+/// What the off windows showed so far, for the guards: sessions running (each poll), the
+/// calls and time per shape, the errors per unit of work.
+#[derive(Default)]
+struct OffLevel {
+    running: Vec<f64>,
+    calls: Vec<f64>,
+    time_us: Vec<f64>,
+    errors: f64,
+    work: f64,
+}
+
+impl OffLevel {
+    fn add(&mut self, w: &Window) {
+        if self.calls.len() < w.shapes.len() {
+            self.calls.resize(w.shapes.len(), 0.0);
+            self.time_us.resize(w.shapes.len(), 0.0);
+        }
+        for (s, (c, t)) in w.shapes.iter().zip(&w.shape_time_us).enumerate() {
+            self.calls[s] += c;
+            self.time_us[s] += t;
+        }
+        if let Some(e) = w.errors {
+            self.errors += e;
+            self.work += w.statements;
+        }
+    }
+
+    /// The statement time of a stretch of an on window against what the same calls took
+    /// in the off windows, shape by shape: None until enough calls of shapes the off
+    /// windows ran.
+    fn time_ratio(&self, calls: &[f64], time_us: &[f64]) -> Option<f64> {
+        let (mut seen, mut expected, mut took) = (0.0, 0.0, 0.0);
+        for (s, (&c, &t)) in calls.iter().zip(time_us).enumerate() {
+            let (oc, ot) = (
+                self.calls.get(s).copied().unwrap_or(0.0),
+                self.time_us.get(s).copied().unwrap_or(0.0),
+            );
+            if c > 0.0 && oc > 0.0 {
+                seen += c;
+                expected += c * ot / oc;
+                took += t;
+            }
+        }
+        (seen >= GUARD_MIN_CALLS && expected > 0.0).then(|| took / expected)
+    }
+
+    /// The off windows' errors per unit of work (0 before any was read).
+    fn error_rate(&self) -> f64 {
+        self.errors / self.work.max(1.0)
+    }
 }
 
 /// The windows, in the schedule's order, after one reading the server as found. Ok: every
@@ -327,22 +566,22 @@ pub fn run(
 fn windows(
     server: &Server,
     (switcher, plan, disk): (&mut Switcher, &Plan, &DiskGuard),
-    watch: &mut dyn crate::server::Admin,
+    admin: &mut dyn Admin,
     spec: &LiveSpec,
     out: &mut LiveResults,
     status: &mut dyn FnMut(&str),
 ) -> Result<()> {
     let began = Instant::now();
-    // dbtax's own polls: how many, and their round trips in all, µs.
-    let polls = std::cell::Cell::new((0u64, 0f64));
-    let read_running =
-        |watch: &mut dyn crate::server::Admin| -> Result<crate::server::admin::Traffic> {
-            let t = Instant::now();
-            let r = watch.traffic()?;
-            let (n, us) = polls.get();
-            polls.set((n + 1, us + t.elapsed().as_secs_f64() * 1e6));
-            Ok(r)
-        };
+    let own_task = admin.own_task()?;
+    let mut watch = Watch {
+        admin,
+        polls: 0,
+        poll_us: 0.0,
+        statements: 0.0,
+        shape_reads: 0,
+        shape_ms: 0.0,
+        keys: vec![],
+    };
     let mut ask = server.cpu_ask();
     ask.files = disk
         .files
@@ -350,33 +589,60 @@ fn windows(
         .iter()
         .map(|p| p.display().to_string())
         .collect();
-    let snap = |work: f64| -> Result<Snap> {
-        let r = server.host.read(&ask)?;
-        Ok(Snap {
-            at: Instant::now(),
-            work,
-            cpu_us: r.server_cpu.map(|c| c.ticks_us),
-            log: r.sizes.iter().map(|s| s.unwrap_or(0)).sum(),
-        })
+    // The server's time for dbtax's own session so far, ns (where it says which task).
+    let own_ns = |r: &crate::probe::Reading| -> Option<u64> {
+        r.server_cpu
+            .as_ref()?
+            .threads_ns
+            .as_ref()?
+            .get(&own_task?)
+            .copied()
     };
-    // The server as found: the sessions running before anything is switched.
+    let snap = |work: f64| -> Result<(Snap, Option<u64>)> {
+        let r = server.host.read(&ask)?;
+        Ok((
+            Snap {
+                at: Instant::now(),
+                work,
+                cpu_us: r.server_cpu.as_ref().map(|c| c.ticks_us),
+                log: r.sizes.iter().map(|s| s.unwrap_or(0)).sum(),
+            },
+            own_ns(&r),
+        ))
+    };
+
+    // The server as found: the sessions running, and its busiest shapes, before anything
+    // is switched.
     status(&format!(
         "reading {} as found for {} s",
         server.label(),
         spec.window.as_secs_f64()
     ));
+    let first_own = snap(0.0)?.1;
+    let found_shapes = if out.shapes_read {
+        Some(watch.shapes()?)
+    } else {
+        None
+    };
+    let mut off = OffLevel::default();
     let mut as_found = vec![];
     let end = Instant::now() + spec.window;
     while Instant::now() < end {
-        as_found.push(read_running(watch)?.running);
+        as_found.push(watch.traffic()?.running);
         if !crate::interrupt::sleep(POLL) {
             crate::interrupt::check()?;
         }
     }
+    if let Some(a) = &found_shapes {
+        let b = watch.shapes()?;
+        watch.choose(a, &b);
+        out.shapes = watch.keys.len();
+    }
     out.running_as_found = mean(&as_found);
-    let mut off_running: Vec<f64> = as_found;
+    off.running = as_found;
     let log_start = disk.size()?;
     let mut current = 0usize;
+    let mut last_own = first_own;
     let n = out.slots.len();
     let result = (|| -> Result<()> {
         for i in 0..n {
@@ -387,40 +653,70 @@ fn windows(
                 switcher.apply(&state.state, &state.plugins)?;
                 current = v;
             }
-            status(&format!("window {}/{n}: {}", i + 1, plan.variants[v].name));
+            let name = &plan.variants[v].name;
+            status(&format!("window {}/{n}: {name}", i + 1));
             if !crate::interrupt::sleep(spec.settle) {
                 crate::interrupt::check()?;
             }
-            let start = snap(read_running(watch)?.work)?;
+            let first = watch.traffic()?;
+            let ours_before = watch.statements;
+            let (start, _) = snap(first.work)?;
+            let shapes_start = if watch.keys.is_empty() {
+                None
+            } else {
+                Some(watch.shapes()?)
+            };
             out.window_start_s.push(began.elapsed().as_secs_f64());
-            let polls_before = polls.get().0;
             let until = start.at + (spec.window - spec.settle);
-            let level = guard_level(&off_running);
-            let mut recent: Vec<f64> = vec![];
+            let level = guard_level(&off.running);
+            let mut running: Vec<f64> = vec![];
+            let mut strikes = 0;
+            let mut last = first;
             while Instant::now() < until {
                 if !crate::interrupt::sleep(
                     POLL.min(until.saturating_duration_since(Instant::now())),
                 ) {
                     crate::interrupt::check()?;
                 }
-                let t = read_running(watch)?;
-                recent.push(t.running);
+                let t = watch.traffic()?;
+                running.push(t.running);
+                last = t;
                 if slot.feature.is_none() {
-                    off_running.push(t.running);
-                } else if recent.len() >= GUARD_POLLS {
-                    let last = mean(&recent[recent.len() - GUARD_POLLS..]);
-                    if last > spec.guard * level {
-                        let why = format!(
-                            "{} sessions running on average over the last {} polls with {} on, \
-                             above {}x the off windows' level ({:.1}): switched off at once",
-                            fmt1(last),
-                            GUARD_POLLS,
-                            plan.variants[v].name,
-                            spec.guard,
-                            level
-                        );
+                    off.running.push(t.running);
+                } else {
+                    let trip = |why: String, out: &mut LiveResults| -> Result<()> {
                         out.guard_tripped = Some(why.clone());
-                        anyhow::bail!("the guard tripped: {why}");
+                        anyhow::bail!("the guard tripped: {why}")
+                    };
+                    if running.len() >= GUARD_POLLS {
+                        let recent = mean(&running[running.len() - GUARD_POLLS..]);
+                        if recent > spec.guard * level {
+                            trip(
+                                format!(
+                                    "{} sessions running on average over the last {} polls \
+                                     with {name} on, above {}x the off windows' level ({:.1}): \
+                                     switched off at once",
+                                    fmt1(recent),
+                                    GUARD_POLLS,
+                                    spec.guard,
+                                    level
+                                ),
+                                out,
+                            )?;
+                        }
+                    }
+                    if let (Some(e0), Some(e1)) = (first.errors, t.errors) {
+                        let work = t.work - first.work - (watch.statements - ours_before);
+                        error_guard(e1 - e0, work, off.error_rate(), spec, name, &out.work)
+                            .or_else(|why| trip(why, out))?;
+                    }
+                    if let Some(a) = &shapes_start
+                        && running.len().is_multiple_of(SHAPES_EVERY)
+                    {
+                        let b = watch.shapes()?;
+                        let (calls, time) = watch.between(a, &b);
+                        latency_guard(&mut strikes, off.time_ratio(&calls, &time), spec, name)
+                            .or_else(|why| trip(why, out))?;
                     }
                 }
                 let grown = disk.size()?.saturating_sub(log_start);
@@ -429,36 +725,125 @@ fn windows(
                     anyhow::bail!("the disk guard tripped: {why}");
                 }
             }
-            let end = snap(read_running(watch)?.work)?;
-            // dbtax's own polls in between (a statement, a transaction each) are not
-            // production's.
-            let ours = (polls.get().0 - polls_before) as f64;
-            let statements = (end.work - start.work - ours).max(0.0);
+            let (shapes, shape_time_us) = match &shapes_start {
+                Some(a) => {
+                    let b = watch.shapes()?;
+                    watch.between(a, &b)
+                }
+                None => (vec![], vec![]),
+            };
+            if slot.feature.is_some() && !shapes.is_empty() {
+                // The whole window, judged as the reads inside it were.
+                latency_guard(
+                    &mut strikes,
+                    off.time_ratio(&shapes, &shape_time_us),
+                    spec,
+                    name,
+                )
+                .or_else(|why| {
+                    out.guard_tripped = Some(why.clone());
+                    anyhow::bail!("the guard tripped: {why}")
+                })?;
+            }
+            let (end, own) = snap(last.work)?;
+            last_own = own.or(last_own);
+            // dbtax's own statements in between are not production's.
+            let statements = (end.work - start.work - (watch.statements - ours_before)).max(0.0);
             let cpu_s = match (start.cpu_us, end.cpu_us) {
                 (Some(a), Some(b)) => b.saturating_sub(a) as f64 / 1e6,
                 _ => 0.0,
             };
-            out.windows.push(Window {
+            let w = Window {
                 slot: i,
                 seconds: end.at.duration_since(start.at).as_secs_f64(),
                 statements,
                 cpu_s,
                 log_bytes: end.log.saturating_sub(start.log) as f64,
-                shapes: vec![],
-                shape_time_us: vec![],
-            });
+                shapes,
+                shape_time_us,
+                errors: match (first.errors, last.errors) {
+                    (Some(a), Some(b)) => Some((b - a).max(0.0)),
+                    _ => None,
+                },
+                running: mean(&running),
+            };
+            if slot.feature.is_none() {
+                off.add(&w);
+            }
+            out.windows.push(w);
         }
         Ok(())
     })();
-    let (n, us) = polls.get();
-    out.polls = n;
-    out.poll_us = us / n.max(1) as f64;
+    let calls: f64 = out.windows.iter().flat_map(|w| &w.shapes).sum();
+    let work: f64 = out.windows.iter().map(|w| w.statements).sum();
+    out.shapes_share = calls / work.max(1.0);
+    out.polls = watch.polls;
+    out.poll_us = watch.poll_us / watch.polls.max(1) as f64;
+    out.shape_reads = watch.shape_reads;
+    out.shape_read_ms = watch.shape_ms / watch.shape_reads.max(1) as f64;
+    let reads = (watch.polls + watch.shape_reads).max(1) as f64;
+    out.poll_server_us = match (first_own, last_own) {
+        (Some(a), Some(b)) if b >= a => Some((b - a) as f64 / 1e3 / reads),
+        _ => None,
+    };
     // Off at once, whatever ended the windows (the restore that follows puts back the rest).
     if current != 0 {
         let off = &plan.variants[0];
         let _ = switcher.apply(&off.state, &off.plugins);
     }
     result
+}
+
+/// The latency guard's judgement of one read of an on window (the statement time since the
+/// window's start against the off windows' for the same shapes, `ratio`): Err (the words)
+/// at the second read in a row above the guard. One read above it is a stretch of seconds in
+/// which statements of microseconds met a busy CPU; two in a row are production slowing
+/// down.
+fn latency_guard(
+    strikes: &mut u32,
+    ratio: Option<f64>,
+    spec: &LiveSpec,
+    name: &str,
+) -> std::result::Result<(), String> {
+    let Some(r) = ratio else { return Ok(()) };
+    if r <= spec.latency_guard {
+        *strikes = 0;
+        return Ok(());
+    }
+    *strikes += 1;
+    if *strikes < 2 {
+        return Ok(());
+    }
+    Err(format!(
+        "statements took {}x what the same statements took in the off windows with {name} on \
+         (the guard: {}x, twice in a row): switched off at once",
+        fmt1(r),
+        spec.latency_guard
+    ))
+}
+
+/// The error guard's judgement of a stretch of an on window (`errors` in `work` statements
+/// or transactions since the window's start) against the off windows' error rate: Err (the
+/// words) past it by more than `--error-guard`, once the stretch holds enough work to say.
+fn error_guard(
+    errors: f64,
+    work: f64,
+    off_rate: f64,
+    spec: &LiveSpec,
+    name: &str,
+    what: &str,
+) -> std::result::Result<(), String> {
+    let rate = errors / work.max(1.0);
+    if work < GUARD_MIN_WORK || rate <= off_rate + spec.error_guard {
+        return Ok(());
+    }
+    Err(format!(
+        "{}% of the {what} in error with {name} on, against {}% in the off windows (the \
+         guard: {} points more): switched off at once",
+        fmt1(100.0 * rate),
+        fmt1(100.0 * off_rate),
+        fmt1(100.0 * spec.error_guard)
+    ))
 }
 
 /// The off windows' level of sessions running that the guard multiplies: their 95th
@@ -479,4 +864,83 @@ fn mean(xs: &[f64]) -> f64 {
 
 fn fmt1(x: f64) -> String {
     format!("{x:.1}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec() -> LiveSpec {
+        LiveSpec {
+            features: vec!["general-log".into()],
+            duration: Duration::from_secs(60),
+            window: Duration::from_secs(10),
+            settle: Duration::from_secs(1),
+            max_on: 0.5,
+            guard: 2.0,
+            latency_guard: 2.0,
+            error_guard: 0.01,
+            seed: 1,
+            max_log_bytes: None,
+            server_host: None,
+        }
+    }
+
+    #[test]
+    fn the_latency_guard_trips_at_the_second_read_in_a_row_above_it() {
+        let spec = spec();
+        let mut strikes = 0;
+        // Not enough calls yet, then one read above, one below (reset), two above.
+        for (ratio, trips) in [
+            (None, false),
+            (Some(3.0), false),
+            (Some(1.1), false),
+            (Some(2.5), false),
+            (Some(2.2), true),
+        ] {
+            let r = latency_guard(&mut strikes, ratio, &spec, "general-log");
+            assert_eq!(r.is_err(), trips, "{ratio:?}: {r:?}");
+        }
+        assert!(
+            latency_guard(&mut strikes, Some(9.0), &spec, "general-log")
+                .unwrap_err()
+                .contains("twice in a row")
+        );
+    }
+
+    #[test]
+    fn statement_time_is_judged_shape_by_shape_so_a_change_of_mix_is_not_a_slowdown() {
+        let mut off = OffLevel::default();
+        // Off: a light shape of 10 µs and a heavy one of 1,000 µs, mostly light.
+        off.add(&Window {
+            shapes: vec![900.0, 100.0],
+            shape_time_us: vec![9_000.0, 100_000.0],
+            ..Default::default()
+        });
+        // On: the same times per shape, the mix turned to mostly heavy. The mean per
+        // statement rose ninefold; the guard's ratio stays 1.
+        let r = off
+            .time_ratio(&[100.0, 900.0], &[1_000.0, 900_000.0])
+            .unwrap();
+        assert!((r - 1.0).abs() < 1e-9, "{r}");
+        // Each shape twice as slow: 2.
+        let r = off
+            .time_ratio(&[100.0, 900.0], &[2_000.0, 1_800_000.0])
+            .unwrap();
+        assert!((r - 2.0).abs() < 1e-9, "{r}");
+        // Too few calls of shapes the off windows ran: no judgement.
+        assert_eq!(off.time_ratio(&[10.0, 0.0], &[100.0, 0.0]), None);
+    }
+
+    #[test]
+    fn the_error_guard_trips_past_the_off_windows_rate_by_its_margin() {
+        let spec = spec();
+        // 0.5% in the off windows, the guard 1 point above.
+        assert!(error_guard(10.0, 1_000.0, 0.005, &spec, "f", "statements").is_ok());
+        assert!(error_guard(20.0, 1_000.0, 0.005, &spec, "f", "statements").is_err());
+        // Too little work to say.
+        assert!(error_guard(50.0, 50.0, 0.005, &spec, "f", "statements").is_ok());
+        let why = error_guard(100.0, 1_000.0, 0.0, &spec, "f", "transactions").unwrap_err();
+        assert!(why.contains("10.0% of the transactions in error"), "{why}");
+    }
 }

@@ -9,7 +9,13 @@ use dbtax::report::{self, csv};
 
 #[test]
 fn fixtures_match_the_committed_schema() {
-    for f in ["general-log.json", "audit-durability.json", "capacity.json"] {
+    for f in [
+        "general-log.json",
+        "audit-durability.json",
+        "capacity.json",
+        "live.json",
+        "live-lab.json",
+    ] {
         let v = serde_json::to_value(fixture(f)).unwrap();
         let errors = common::schema_errors(&v);
         assert!(errors.is_empty(), "{f}: {errors:?}");
@@ -566,4 +572,61 @@ fn a_capacity_run_is_tabled_worded_and_compared() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// A live run (`dbtax live`, the general log on a MariaDB that sysbench kept busy at 1,500
+/// statements/s) as every renderer shows it: the table and words per feature, one CSV row
+/// per window, a page with the timelines shaded by variant, and `compare` beside a lab run
+/// of the same feature at the same rate (`run --at-rate`), with the difference's interval.
+#[test]
+fn a_live_run_is_shown_by_every_renderer_and_set_beside_a_lab_run() {
+    let r = fixture("live.json");
+    let l = r.live.as_ref().unwrap();
+    let table = report::table(&r);
+    assert!(table.contains("production's own traffic"), "{table}");
+    assert!(table.contains("server CPU per statement added"), "{table}");
+    assert!(table.contains("latency per statement added"), "{table}");
+    assert!(
+        table.contains("general-log on production's own traffic"),
+        "{table}"
+    );
+    let rows = csv::render(&r);
+    assert_eq!(rows.lines().count(), 1 + l.windows.len(), "{rows}");
+    assert!(rows.starts_with("window,start_s,variant,pair"), "{rows}");
+    assert_eq!(
+        rows.lines().filter(|x| x.contains(",general-log,")).count(),
+        l.slots.iter().filter(|s| s.feature.is_some()).count()
+    );
+    let page = report::html(&r);
+    assert!(page.contains("id=\"chart-timeline\""), "timeline");
+    assert!(page.contains("id=\"chart-cpu-timeline\""), "CPU timeline");
+    // One band per on window in each timeline.
+    let on = l.slots.iter().filter(|s| s.feature.is_some()).count();
+    assert_eq!(page.matches("class=\"on\"").count(), 2 * on);
+    assert!(!page.contains("http://") || !page.contains("src=\"http"));
+
+    let lab = fixture("live-lab.json");
+    let text = compare::render_text(&r, &lab);
+    let live_cpu = l.estimates[0].cpu_us_per_statement.unwrap();
+    let cell = lab
+        .cells
+        .iter()
+        .find(|c| c.variant == "general-log")
+        .unwrap();
+    let lab_cpu = cell.server_cpu_delta_us.as_ref().unwrap().estimate.clone();
+    let (d, lo, hi) = report::page::beside_live::difference(
+        (live_cpu.value, live_cpu.ci95.0, live_cpu.ci95.1),
+        (lab_cpu.value, lab_cpu.ci95[0], lab_cpu.ci95[1]),
+    );
+    assert!(
+        text.contains(&format!("{d:+.2} µs [{lo:+.2}, {hi:+.2}]")),
+        "{text}"
+    );
+    assert_eq!(
+        text.contains("agree (the interval holds 0)"),
+        lo <= 0.0 && hi >= 0.0,
+        "{text}"
+    );
+    let page = compare::render_html(&r, &lab);
+    assert!(page.contains("server CPU per statement added"));
 }

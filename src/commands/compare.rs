@@ -1,4 +1,5 @@
-//! `dbtax compare A B`: two results.json side by side.
+//! `dbtax compare A B`: two results.json side by side (a live run beside a lab run of the
+//! same feature too).
 
 use crate::cli::CompareArgs;
 use crate::report;
@@ -8,7 +9,8 @@ use anyhow::Result;
 pub fn run(args: CompareArgs) -> Result<()> {
     let a = report::load(&args.a)?;
     let b = report::load(&args.b)?;
-    if a.capacity.is_empty() != b.capacity.is_empty() {
+    let live = a.live.is_some() || b.live.is_some();
+    if !live && a.capacity.is_empty() != b.capacity.is_empty() {
         let (slo, other) = if a.capacity.is_empty() {
             (&args.b, &args.a)
         } else {
@@ -21,7 +23,7 @@ pub fn run(args: CompareArgs) -> Result<()> {
             other.display()
         )));
     }
-    if a.rate.is_some() != b.rate.is_some() {
+    if !live && a.rate.is_some() != b.rate.is_some() {
         let (rate, closed) = if a.rate.is_some() {
             (&args.a, &args.b)
         } else {

@@ -15,6 +15,18 @@ pub fn run(args: LiveArgs) -> Result<()> {
     if !(args.guard.is_finite() && args.guard > 0.0) {
         return Err(usage("--guard is a factor above 0, such as 2"));
     }
+    if !(args.latency_guard.is_finite() && args.latency_guard > 0.0) {
+        return Err(usage("--latency-guard is a factor above 0, such as 2"));
+    }
+    let error_guard = match percent(&args.error_guard) {
+        Some(v) if (0.0..=1.0).contains(&v) => v,
+        _ => {
+            return Err(usage(format!(
+                "--error-guard '{}': a share of the statements, such as 1% or 0.01",
+                args.error_guard
+            )));
+        }
+    };
     if args.agent_bin.is_some() && args.server_host.is_none() {
         return Err(usage(
             "--agent-bin names the dbtax that reads the server's host: it goes with \
@@ -35,6 +47,8 @@ pub fn run(args: LiveArgs) -> Result<()> {
         settle: args.settle,
         max_on,
         guard: args.guard,
+        latency_guard: args.latency_guard,
+        error_guard,
         seed: args
             .seed
             .unwrap_or_else(|| dbtax_stats::rng::Rng::from_time(7).next_u64()),
@@ -66,6 +80,7 @@ pub fn run(args: LiveArgs) -> Result<()> {
     }
     let dir = crate::experiment::prepare::open::out_dir(args.out.as_deref(), "live")?;
     let started_at = crate::host::now_rfc3339();
+    let target = prepared.target();
     let (live, ended) = run_live(prepared, &spec, &mut |m| crate::errln!("{m}"))?;
     let results = Results {
         schema: SCHEMA.into(),
@@ -90,15 +105,20 @@ pub fn run(args: LiveArgs) -> Result<()> {
             })
             .collect(),
         workload: serde_json::json!({ "kind": "production", "work": live.work }),
+        target,
         live: Some(live),
         ..Default::default()
     };
     crate::experiment::run::record::write_results(&dir, &results)?;
+    crate::report::write_all(&dir, &results)?;
     if args.json {
         crate::outln!("{}", serde_json::to_string_pretty(&results)?);
-    } else if let Some(live) = &results.live {
-        crate::out!("{}", crate::report::live::table(live));
-        crate::outln!("Results: {}", dir.join("results.json").display());
+    } else {
+        crate::out!("{}", crate::report::table(&results));
+        crate::outln!(
+            "Results: {} (report.html, results.csv, charts/ beside it)",
+            dir.join("results.json").display()
+        );
     }
     match ended {
         None => Ok(()),
@@ -110,16 +130,21 @@ pub fn run(args: LiveArgs) -> Result<()> {
 
 /// `--max-on`: "50%", "25%" or a fraction ("0.25").
 fn share(s: &str) -> Result<f64> {
-    let t = s.trim();
-    let v = match t.strip_suffix('%') {
-        Some(p) => p.trim().parse::<f64>().map(|v| v / 100.0),
-        None => t.parse::<f64>(),
-    };
-    match v {
-        Ok(v) if v > 0.0 && v <= 0.5 => Ok(v),
+    match percent(s) {
+        Some(v) if v > 0.0 && v <= 0.5 => Ok(v),
         _ => Err(usage(format!(
             "--max-on '{s}': the share of the time a feature may be on, above 0 and at most \
              50% (every on window has an off partner)"
         ))),
     }
+}
+
+/// A share written "25%" or "0.25".
+fn percent(s: &str) -> Option<f64> {
+    let t = s.trim();
+    match t.strip_suffix('%') {
+        Some(p) => p.trim().parse::<f64>().ok().map(|v| v / 100.0),
+        None => t.parse::<f64>().ok(),
+    }
+    .filter(|v| v.is_finite())
 }

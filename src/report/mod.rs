@@ -22,10 +22,13 @@ use anyhow::{Context, Result};
 use std::path::Path;
 use view::View;
 
-/// The view of a run, chosen once: capacity at an objective (`--slo`: `capacity`), at a rate
-/// when it ran open loop (`rate`), else closed loop (`closed`). Every renderer is handed it.
+/// The view of a run, chosen once: production's own traffic (`dbtax live`: `live`), capacity
+/// at an objective (`--slo`: `capacity`), at a rate when it ran open loop (`rate`), else
+/// closed loop (`closed`). Every renderer is handed it.
 pub fn view(r: &Results) -> Box<dyn View + '_> {
-    if !r.capacity.is_empty() {
+    if let Some(l) = &r.live {
+        Box::new(live::LiveView(l))
+    } else if !r.capacity.is_empty() {
         Box::new(capacity::CapacityView(r))
     } else if r.rate.is_some() {
         Box::new(rate::RateView(r))
@@ -113,6 +116,9 @@ pub fn workload_title(r: &Results) -> String {
         .unwrap_or("?");
     if kind == "replay" {
         return kind.to_string();
+    }
+    if kind == "production" {
+        return "production's own traffic".into();
     }
     // Results from before the choice existed ran prepared.
     let mode = r

@@ -10,9 +10,6 @@ use anyhow::Result;
 use dbtax_logs::read_only::reach::ServerCode;
 use std::collections::BTreeMap;
 
-/// Where a server counts no statements of all its clients (PostgreSQL has no `Questions`):
-/// how many sessions of other clients (not dbtax's application name) ran a statement since
-/// this admin connection's previous read of the counters, or are running one now.
 /// One reading of production's traffic (`Settings::traffic`).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Traffic {
@@ -22,8 +19,29 @@ pub struct Traffic {
     /// Sessions running a statement now, this one left out (`Threads_running`; active
     /// client backends).
     pub running: f64,
+    /// Failures so far, cumulative, where the server counts them cheaply: statements that
+    /// ended in an error (performance_schema's summary by statement kind), transactions
+    /// rolled back on PostgreSQL (an error ends its transaction in one). None: not counted.
+    pub errors: Option<f64>,
+    /// Statements this reading ran itself (counted in `work` on the MySQL family).
+    pub ran: u32,
 }
 
+/// One statement shape as the server sums it (a digest of performance_schema, a query id
+/// of pg_stat_statements), cumulative.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Shape {
+    /// What tells it from the others (schema or database, and the digest or query id).
+    pub key: String,
+    /// Times it ran.
+    pub calls: f64,
+    /// Time spent running it in all, µs.
+    pub time_us: f64,
+}
+
+/// Where a server counts no statements of all its clients (PostgreSQL has no `Questions`):
+/// how many sessions of other clients (not dbtax's application name) ran a statement since
+/// this admin connection's previous read of the counters, or are running one now.
 pub const OTHER_SESSIONS: &str = "dbtax_other_sessions";
 
 /// What a support check may assume about the target.
@@ -118,6 +136,24 @@ pub trait Settings: Send {
     /// lock a client waits on): the work every session has done so far, and the sessions
     /// running a statement now (this one left out).
     fn traffic(&mut self) -> Result<Traffic>;
+    /// Whether the server sums its statements per shape with their time, and where
+    /// (`Support::Yes`: the table's name), or why not, in words. Changes nothing.
+    fn shapes_offered(&mut self) -> Result<Support> {
+        Ok(Support::No(
+            "this server keeps no statement times per shape".into(),
+        ))
+    }
+    /// Every statement shape the server sums, with its calls and time so far (see
+    /// `shapes_offered`); dbtax's own polls left out where the server says which they are.
+    fn shapes(&mut self) -> Result<Vec<Shape>> {
+        Ok(vec![])
+    }
+    /// The server's thread (MySQL family, where performance_schema says) or process
+    /// (PostgreSQL's backend) that runs this session: what watching costs the server is
+    /// read from it. None: the server does not say.
+    fn own_task(&mut self) -> Result<Option<u32>> {
+        Ok(None)
+    }
     /// Can the server run this feature? Changes nothing.
     fn support(&mut self, feature: &Feature, ctx: SupportContext) -> Result<Support>;
 }

@@ -160,6 +160,8 @@ fn main() {
         live::live_refuses_bad_input_before_any_change,
         live::live_finds_the_general_logs_cost_on_production_traffic,
         live::a_live_guard_that_trips_switches_the_feature_off,
+        live::a_live_latency_guard_switches_the_feature_off,
+        live::a_killed_live_run_is_put_back_by_restore,
         run::factors_in_a_file_report_each_factor_within_the_other,
         safety::the_disk_guard_stops_a_run_before_the_log_passes_its_limit,
         bench::a_rate_is_held_and_latency_counts_from_the_intended_start,

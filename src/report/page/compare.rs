@@ -325,6 +325,9 @@ fn capacities_text(a: &Results, b: &Results) -> String {
 
 /// The terminal comparison.
 pub fn render_text(a: &Results, b: &Results) -> String {
+    if a.live.is_some() || b.live.is_some() {
+        return super::beside_live::render_text(a, b);
+    }
     let mut s = format!(
         "A: {}  {}\nB: {}  {}\n\n",
         label(a),
@@ -367,6 +370,9 @@ pub fn render_text(a: &Results, b: &Results) -> String {
 
 /// The comparison as a self-contained page.
 pub fn render_html<'a>(a: &'a Results, b: &'a Results) -> String {
+    if a.live.is_some() || b.live.is_some() {
+        return super::beside_live::render_html(a, b);
+    }
     let ps = pairs(a, b);
     let mut s = format!(
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>dbtax compare</title><style>{STYLE}</style></head><body>\n<h1>dbtax compare</h1>\n<p>A: <b>{}</b> — {}<br>B: <b>{}</b> — {}</p>\n",

@@ -126,6 +126,25 @@ pub fn estimate(slots: &[Slot], windows: &[Window], feature: usize, how: Reading
         .map(|(o, _)| o.cpu_us_per_statement())
         .sum::<f64>()
         / used.len() as f64;
+    // The mix's covariates: the busiest shapes' shares but one (they sum to one), as many
+    // as the pairs carry (one per three pairs beyond the three an interval needs), so that a
+    // server summing hundreds of shapes does not leave the fit without degrees of freedom.
+    let room = ((used.len() - 3) / 3).saturating_sub(usize::from(how.rate_covariate));
+    let mix_shapes: Vec<usize> = {
+        let n = used[0].0.shapes.len();
+        let mut weight = vec![0.0; n];
+        for (off, _) in &used {
+            for (s, c) in off.shapes.iter().enumerate().take(n) {
+                weight[s] += c;
+            }
+        }
+        let mut order: Vec<usize> = (0..n).collect();
+        order.sort_by(|&a, &b| weight[b].total_cmp(&weight[a]));
+        order
+            .into_iter()
+            .take(n.saturating_sub(1).min(room))
+            .collect()
+    };
     let covariates = |off: &Window, on: &Window| {
         let mut x = Vec::new();
         if how.rate_covariate {
@@ -133,8 +152,7 @@ pub fn estimate(slots: &[Slot], windows: &[Window], feature: usize, how: Reading
         }
         if how.mix && off.shapes.len() > 1 && off.shapes.len() == on.shapes.len() {
             let (a, b) = (off.shares(), on.shares());
-            // One share less than the shapes: they sum to one.
-            x.extend((1..a.len()).map(|s| b[s] - a[s]));
+            x.extend(mix_shapes.iter().map(|&s| b[s] - a[s]));
         }
         x
     };
@@ -179,6 +197,48 @@ pub fn estimate(slots: &[Slot], windows: &[Window], feature: usize, how: Reading
     out
 }
 
+/// Give each feature's CPU figure its verdict and minimum detectable effect, as `run` does
+/// its overheads: Holm's adjustment over the run's features, "negligible" within
+/// ± `negligible` percent of the off windows' CPU per statement, "unstable here" when the
+/// pairs could not have seen a cost of `verdict::UNSTABLE_MDE_PCT`.
+pub fn judge(estimates: &mut [LiveEstimate], negligible: f64) {
+    use crate::intervals::sample::{t_quantile, t975_real, two_sided_p};
+    use crate::intervals::verdict::UNSTABLE_MDE_PCT;
+    use crate::results::Verdict;
+    let p: Vec<f64> = estimates
+        .iter()
+        .map(|e| match e.cpu_pct {
+            Some(i) => {
+                let se = (i.ci95.1 - i.ci95.0) / 2.0 / t975_real(i.df as f64);
+                two_sided_p(i.value, se, i.df as f64)
+            }
+            None => 1.0,
+        })
+        .collect();
+    let significant = crate::intervals::holm::holm(&p, 0.05);
+    for ((e, p), measured) in estimates.iter_mut().zip(p).zip(significant) {
+        let Some(i) = e.cpu_pct else { continue };
+        let df = i.df as f64;
+        let se = (i.ci95.1 - i.ci95.0) / 2.0 / t975_real(df);
+        let reach = (t975_real(df) + t_quantile(0.80, df)) * se;
+        e.mde_pct = (reach.is_finite() && reach > 0.0).then_some(reach);
+        let (lo, hi) = i.ci95;
+        e.verdict = Some(if measured && i.value >= 0.0 {
+            Verdict::Cost
+        } else if measured {
+            Verdict::Gain
+        } else if !(lo <= 0.0 && hi >= 0.0) && p < 0.05 {
+            Verdict::Likely
+        } else if lo > -negligible && hi < negligible {
+            Verdict::Negligible
+        } else if e.mde_pct.is_none_or(|m| m >= UNSTABLE_MDE_PCT) {
+            Verdict::Unstable
+        } else {
+            Verdict::AtMost
+        });
+    }
+}
+
 /// The latency added per statement: each pair's per-shape differences in mean latency,
 /// weighed by the off windows' mix (with `how.mix`), or the windows' overall means
 /// compared (without: a window with other statements then reads as slower); the difference
@@ -199,14 +259,19 @@ fn latency(
             weight[s] += c;
         }
     }
-    let total: f64 = weight.iter().sum();
     let mean = |w: &Window, s: usize| w.shape_time_us[s] / w.shapes[s].max(1.0);
     let ds: Vec<(f64, Vec<f64>)> = used
         .iter()
         .map(|(off, on)| {
             let d = if how.mix {
-                (0..shapes)
-                    .map(|s| weight[s] / total * (mean(on, s) - mean(off, s)))
+                // The shapes both windows ran, their weights made to sum to one again (a
+                // shape one window never ran has no mean there to compare).
+                let both: Vec<usize> = (0..shapes)
+                    .filter(|&s| off.shapes[s] > 0.0 && on.shapes[s] > 0.0)
+                    .collect();
+                let w: f64 = both.iter().map(|&s| weight[s]).sum();
+                both.iter()
+                    .map(|&s| weight[s] / w.max(1e-300) * (mean(on, s) - mean(off, s)))
                     .sum()
             } else {
                 let all = |w: &Window| {
@@ -281,5 +346,64 @@ pub(crate) fn t_interval(mean: f64, se: f64, df: usize) -> Interval {
         value: mean,
         ci95: (mean - q * se, mean + q * se),
         df,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::Verdict;
+
+    fn with_cpu(value: f64, lo: f64, hi: f64, df: usize) -> LiveEstimate {
+        LiveEstimate {
+            cpu_pct: Some(Interval {
+                value,
+                ci95: (lo, hi),
+                df,
+            }),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn verdicts_follow_runs_rules_with_holm_over_the_features() {
+        let mut one = [
+            with_cpu(10.0, 5.0, 15.0, 8),
+            with_cpu(0.1, -1.0, 1.2, 8),
+            with_cpu(3.0, -20.0, 26.0, 3),
+            with_cpu(3.0, -2.0, 8.0, 8),
+        ];
+        judge(&mut one, 2.0);
+        let v: Vec<_> = one.iter().map(|e| e.verdict.unwrap()).collect();
+        assert_eq!(
+            v,
+            [
+                Verdict::Cost,
+                Verdict::Negligible,
+                Verdict::Unstable,
+                Verdict::AtMost
+            ]
+        );
+        // The minimum detectable effect: (t.975 + t.80) standard errors.
+        let se = 5.0 / crate::intervals::sample::t975_real(8.0);
+        let mde = one[0].mde_pct.unwrap();
+        assert!(
+            (mde - se * (2.306 + 0.889)).abs() < 0.02 * mde,
+            "{mde} vs {se}"
+        );
+        // Two features each clear of zero at p between 0.025 and 0.05: alone each would count;
+        // Holm over the two lets neither (a run that skipped the adjustment would say "cost").
+        let p_of = |e: &LiveEstimate| {
+            let i = e.cpu_pct.unwrap();
+            let se = (i.ci95.1 - i.ci95.0) / 2.0 / crate::intervals::sample::t975_real(8.0);
+            crate::intervals::sample::two_sided_p(i.value, se, 8.0)
+        };
+        let mut two = [with_cpu(5.0, 0.3, 9.7, 8), with_cpu(5.0, 0.4, 9.6, 8)];
+        assert!(two.iter().all(|e| (0.025..0.05).contains(&p_of(e))));
+        judge(&mut two, 2.0);
+        assert!(two.iter().all(|e| e.verdict == Some(Verdict::Likely)));
+        let mut alone = [with_cpu(5.0, 0.3, 9.7, 8)];
+        judge(&mut alone, 2.0);
+        assert_eq!(alone[0].verdict, Some(Verdict::Cost));
     }
 }

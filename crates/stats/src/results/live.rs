@@ -34,6 +34,13 @@ pub struct Window {
     pub shapes: Vec<f64>,
     /// Total execution time per shape, µs (same order); empty where unreadable.
     pub shape_time_us: Vec<f64>,
+    /// Failures the server counted (statements in error, or transactions rolled back on
+    /// PostgreSQL); None where it does not count them cheaply.
+    #[serde(default)]
+    pub errors: Option<f64>,
+    /// Sessions running, the mean of the window's polls.
+    #[serde(default)]
+    pub running: f64,
 }
 
 impl Window {
@@ -78,6 +85,32 @@ pub struct LiveResults {
     pub polls: u64,
     /// Mean round trip of a poll, µs.
     pub poll_us: f64,
+    /// The server's own CPU for each of dbtax's polls, µs, read from the server thread or
+    /// backend that ran them; None where the server does not say which that is.
+    #[serde(default)]
+    pub poll_server_us: Option<f64>,
+    /// Where the statement times per shape came from (a table's name), or why they were not
+    /// read.
+    #[serde(default)]
+    pub shapes_source: String,
+    /// Whether `shapes_source` names a table that was read.
+    #[serde(default)]
+    pub shapes_read: bool,
+    /// How many shapes were compared (the busiest as the server was found).
+    #[serde(default)]
+    pub shapes: usize,
+    /// Their calls per unit of `work` in the measured windows: the share of the statements
+    /// the latency is of (MariaDB leaves out of its digests the statements executed through
+    /// the binary protocol); on PostgreSQL, statements per transaction.
+    #[serde(default)]
+    pub shapes_share: f64,
+    /// Reads of the shapes' table, and their mean round trip, ms (PostgreSQL's holds its
+    /// lock in share mode for that long: a new shape waits to enter).
+    #[serde(default)]
+    pub shape_reads: u64,
+    /// Mean round trip of a read of the shapes' table, ms.
+    #[serde(default)]
+    pub shape_read_ms: f64,
     /// What the reader must know.
     pub notes: Vec<String>,
 }
@@ -130,6 +163,14 @@ pub struct LiveEstimate {
     pub cores: Option<Interval>,
     /// And GB of log a day.
     pub log_gb_per_day: Option<Interval>,
+    /// The minimum detectable effect of the CPU figure, % of the off windows' CPU per
+    /// statement: the cost a two-sided 5% test on these pairs detects 80% of the time.
+    #[serde(default)]
+    pub mde_pct: Option<f64>,
+    /// What the CPU figure's interval lets a DBA say, as `run`'s verdicts (Holm's
+    /// adjustment over the run's features).
+    #[serde(default)]
+    pub verdict: Option<crate::results::Verdict>,
     /// Pairs used.
     pub pairs: usize,
     /// Pairs set aside, with why.

@@ -124,5 +124,6 @@ fn window(t: &Traffic, rng: &mut Rng, i: usize, n: usize, on: bool) -> Window {
         log_bytes,
         shapes: vec![light, heavy],
         shape_time_us,
+        ..Default::default()
     }
 }

@@ -20,12 +20,30 @@ use std::path::PathBuf;
 /// An admin connection to a MySQL-family server.
 pub struct MysqlAdmin {
     conn: mysql::Conn,
+    /// Whether performance_schema is on (asked once, by `traffic`).
+    perf_schema: Option<bool>,
 }
 
 impl MysqlAdmin {
     /// Wrap a connection with no default database.
     pub fn new(conn: mysql::Conn) -> Self {
-        MysqlAdmin { conn }
+        MysqlAdmin {
+            conn,
+            perf_schema: None,
+        }
+    }
+
+    /// Whether performance_schema is on (a server built without it has no such variable).
+    fn perf_schema(&mut self) -> bool {
+        if self.perf_schema.is_none() {
+            let on: Option<i64> = self
+                .conn
+                .query_first("SELECT @@global.performance_schema")
+                .ok()
+                .flatten();
+            self.perf_schema = Some(on == Some(1));
+        }
+        self.perf_schema == Some(true)
     }
 
     /// The connection itself (the replay's logins, `logins`).
@@ -193,11 +211,93 @@ impl Settings for MysqlAdmin {
                 .and_then(|(_, v)| v.parse::<f64>().ok())
                 .unwrap_or(0.0)
         };
+        // Statements that ended in an error, summed over every kind of statement: a table
+        // of a few hundred rows, kept only with performance_schema on.
+        let errors = if self.perf_schema() {
+            let sum: Option<Option<f64>> = self
+                .conn
+                .query_first(
+                    "SELECT CAST(SUM(SUM_ERRORS) AS DOUBLE) FROM \
+                     performance_schema.events_statements_summary_global_by_event_name",
+                )
+                .map_err(db_error)?;
+            Some(sum.flatten().unwrap_or(0.0))
+        } else {
+            None
+        };
         Ok(crate::server::admin::Traffic {
             work: get("Questions"),
             // This session's SHOW is one of them.
             running: (get("Threads_running") - 1.0).max(0.0),
+            errors,
+            ran: if errors.is_some() { 2 } else { 1 },
         })
+    }
+
+    fn shapes_offered(&mut self) -> Result<Support> {
+        if !self.perf_schema() {
+            return Ok(Support::No(
+                "performance_schema is off (it is read only at startup: \
+                 performance_schema = ON in the server's configuration, then a restart)"
+                    .into(),
+            ));
+        }
+        let digests: Option<String> = self
+            .conn
+            .query_first(
+                "SELECT ENABLED FROM performance_schema.setup_consumers \
+                 WHERE NAME = 'statements_digest'",
+            )
+            .map_err(db_error)?;
+        Ok(match digests.as_deref() {
+            Some(e) if e.eq_ignore_ascii_case("YES") => {
+                Support::Yes("performance_schema.events_statements_summary_by_digest".into())
+            }
+            _ => Support::No(
+                "performance_schema's statements_digest consumer is off (UPDATE \
+                 performance_schema.setup_consumers SET ENABLED = 'YES' WHERE NAME = \
+                 'statements_digest')"
+                    .into(),
+            ),
+        })
+    }
+
+    fn shapes(&mut self) -> Result<Vec<crate::server::admin::Shape>> {
+        // The timer counts picoseconds. dbtax's own polls (their text names
+        // performance_schema, or is the SHOW of the traffic) are not production's.
+        let rows: Vec<(String, f64, f64)> = self
+            .conn
+            .query(
+                "SELECT CONCAT(IFNULL(SCHEMA_NAME, ''), '/', DIGEST), CAST(COUNT_STAR AS DOUBLE), \
+                 CAST(SUM_TIMER_WAIT AS DOUBLE) / 1000000 \
+                 FROM performance_schema.events_statements_summary_by_digest \
+                 WHERE DIGEST IS NOT NULL \
+                 AND LOCATE('performance_schema', IFNULL(DIGEST_TEXT, '')) = 0 \
+                 AND LOCATE('SHOW GLOBAL STATUS', IFNULL(DIGEST_TEXT, '')) = 0",
+            )
+            .map_err(db_error)?;
+        Ok(rows
+            .into_iter()
+            .map(|(key, calls, time_us)| crate::server::admin::Shape {
+                key,
+                calls,
+                time_us,
+            })
+            .collect())
+    }
+
+    fn own_task(&mut self) -> Result<Option<u32>> {
+        if !self.perf_schema() {
+            return Ok(None);
+        }
+        let id: Option<Option<u64>> = self
+            .conn
+            .query_first(
+                "SELECT THREAD_OS_ID FROM performance_schema.threads \
+                 WHERE PROCESSLIST_ID = CONNECTION_ID()",
+            )
+            .map_err(db_error)?;
+        Ok(id.flatten().and_then(|v| u32::try_from(v).ok()))
     }
 
     fn relevant_names(&self) -> &'static [&'static str] {
