@@ -18,7 +18,7 @@ pub fn run(args: LiveArgs) -> Result<()> {
     if !(args.latency_guard.is_finite() && args.latency_guard > 0.0) {
         return Err(usage("--latency-guard is a factor above 0, such as 2"));
     }
-    let error_guard = match percent(&args.error_guard) {
+    let error_guard = match fraction(&args.error_guard) {
         Some(v) if (0.0..=1.0).contains(&v) => v,
         _ => {
             return Err(usage(format!(
@@ -130,7 +130,7 @@ pub fn run(args: LiveArgs) -> Result<()> {
 
 /// `--max-on`: "50%", "25%" or a fraction ("0.25").
 fn share(s: &str) -> Result<f64> {
-    match percent(s) {
+    match fraction(s) {
         Some(v) if v > 0.0 && v <= 0.5 => Ok(v),
         _ => Err(usage(format!(
             "--max-on '{s}': the share of the time a feature may be on, above 0 and at most \
@@ -139,8 +139,9 @@ fn share(s: &str) -> Result<f64> {
     }
 }
 
-/// A share written "25%" or "0.25".
-fn percent(s: &str) -> Option<f64> {
+/// A share written "25%" or as a fraction, "0.25" (not `units::percent`, where "0.5" is
+/// half a percent).
+fn fraction(s: &str) -> Option<f64> {
     let t = s.trim();
     match t.strip_suffix('%') {
         Some(p) => p.trim().parse::<f64>().ok().map(|v| v / 100.0),

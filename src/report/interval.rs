@@ -64,6 +64,19 @@ impl Interval {
         }
     }
 
+    /// Any figure in `unit` (" µs", "%", " B": a live run's estimates) with `decimals`.
+    pub fn of(value: f64, (lo, hi): (f64, f64), unit: &'static str, decimals: usize) -> Interval {
+        Interval {
+            value,
+            lo,
+            hi,
+            unit,
+            signed: true,
+            decimals,
+            noise: None,
+        }
+    }
+
     /// With this many decimals (latency deltas in ms need three).
     pub fn decimals(mut self, n: usize) -> Interval {
         self.decimals = n;

@@ -10,17 +10,10 @@ use super::view::View;
 use crate::results::live::{Interval, LiveEstimate, LiveResults, Window};
 use std::fmt::Write;
 
-fn interval(i: Option<Interval>, unit: &str, digits: usize) -> String {
-    match i {
-        Some(i) => format!(
-            "{:+.d$}{unit} [{:+.d$}, {:+.d$}]",
-            i.value,
-            i.ci95.0,
-            i.ci95.1,
-            d = digits
-        ),
-        None => "-".into(),
-    }
+fn interval(i: Option<Interval>, unit: &'static str, digits: usize) -> String {
+    i.map_or("-".into(), |i| {
+        super::interval::Interval::of(i.value, i.ci95, unit, digits).to_string()
+    })
 }
 
 /// The CPU figure's verdict in words, with the minimum detectable effect where it matters

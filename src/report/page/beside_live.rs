@@ -96,20 +96,20 @@ pub fn beside(a: &Results, b: &Results) -> Vec<Beside> {
 }
 
 fn cpu_text(c: Option<(f64, f64, f64)>) -> String {
-    match c {
-        Some((v, lo, hi)) => format!("{v:+.2} µs [{lo:+.2}, {hi:+.2}]"),
-        None => "-".into(),
-    }
+    c.map_or("-".into(), |(v, lo, hi)| {
+        crate::report::interval::Interval::of(v, (lo, hi), " µs", 2).to_string()
+    })
 }
 
 /// B's row against A's first: the difference and whether the two agree.
 fn verdict(a: &CostRow, b: &CostRow) -> String {
     match (a.cpu, b.cpu) {
         (Some(x), Some(y)) => {
-            let (d, lo, hi) = difference(x, y);
+            let d = difference(x, y);
             format!(
-                "{d:+.2} µs [{lo:+.2}, {hi:+.2}]: {}",
-                if lo <= 0.0 && 0.0 <= hi {
+                "{}: {}",
+                cpu_text(Some(d)),
+                if d.1 <= 0.0 && 0.0 <= d.2 {
                     "agree (the interval holds 0)"
                 } else {
                     "differ"
