@@ -630,3 +630,25 @@ fn a_live_run_is_shown_by_every_renderer_and_set_beside_a_lab_run() {
     let page = compare::render_html(&r, &lab);
     assert!(page.contains("server CPU per statement added"));
 }
+
+/// A capacity run whose searches found no capacity (under a busy neighbour the objective may
+/// never be met, or no block measured around it) still gets its table, page, CSV and charts,
+/// which say so (the run once wrote no page at all then, and the real-server test found it).
+#[test]
+fn a_capacity_run_that_found_no_capacity_still_renders() {
+    let mut r = fixture("capacity.json");
+    for c in &mut r.capacity {
+        c.rate = None;
+        c.ci95 = None;
+        c.bracket = None;
+        c.blocks = 0;
+        c.cost_pct = None;
+        c.cost_ci95_pct = None;
+    }
+    assert!(r.capacity.iter().all(|c| !c.steps.is_empty()));
+    let dir = tempfile::tempdir().unwrap();
+    report::write_all(dir.path(), &r).unwrap();
+    let page = std::fs::read_to_string(dir.path().join("report.html")).unwrap();
+    assert!(page.contains("no capacity"), "the page says it");
+    assert!(report::table(&r).contains("no capacity"));
+}

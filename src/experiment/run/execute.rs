@@ -24,7 +24,7 @@ pub struct Executed {
     /// The folder results.json (and the reports) went to.
     pub dir: PathBuf,
     /// Whether report.html, results.csv and charts/ were written (not for a run with no
-    /// completed block).
+    /// completed trial).
     pub reports_written: bool,
     /// Why the run stopped early (an error or an interrupt), after settings were restored
     /// and partial results written.
@@ -185,8 +185,13 @@ pub(super) fn conclude(
         );
     }
     write_results(&dir, &results)?;
+    // A capacity search that ran its steps but found no capacity (the objective never met,
+    // or no measured block around it) has its page too: the page says so.
     let reports_written = !results.cells.iter().all(|c| c.trials.is_empty())
-        || results.capacity.iter().any(|c| c.blocks > 0);
+        || results
+            .capacity
+            .iter()
+            .any(|c| c.blocks > 0 || !c.steps.is_empty());
     if reports_written {
         crate::report::write_all(&dir, &results)?;
     }
