@@ -252,8 +252,8 @@ pub fn capture(
     if reader.here() {
         output.is_not(&log)?;
     }
-    let size = |reader: &dyn crate::probe::Reader| -> Result<u64> {
-        let ask = crate::probe::Ask {
+    let size = |reader: &dyn crate::host::probe::Reader| -> Result<u64> {
+        let ask = crate::host::probe::Ask {
             files: vec![log.display().to_string()],
             ..Default::default()
         };
@@ -395,8 +395,8 @@ fn wait(
     watch: &mut dyn crate::server::Admin,
     guard: &DiskGuard,
     spec: &CaptureSpec,
-    reader: &std::sync::Arc<dyn crate::probe::Reader>,
-    size: &dyn Fn(&dyn crate::probe::Reader) -> Result<u64>,
+    reader: &std::sync::Arc<dyn crate::host::probe::Reader>,
+    size: &dyn Fn(&dyn crate::host::probe::Reader) -> Result<u64>,
     from: u64,
     status: &mut dyn FnMut(&str),
 ) -> Result<(Option<String>, bool)> {
@@ -453,9 +453,9 @@ fn wait(
 /// ends run no mark.
 fn beginning(
     switcher: &mut Switcher,
-    reader: &dyn crate::probe::Reader,
+    reader: &dyn crate::host::probe::Reader,
     log: &Path,
-    size: &dyn Fn(&dyn crate::probe::Reader) -> Result<u64>,
+    size: &dyn Fn(&dyn crate::host::probe::Reader) -> Result<u64>,
 ) -> Result<u64> {
     let at = size(reader)?;
     let mark = format!(
@@ -477,7 +477,7 @@ fn beginning(
     while Instant::now() < deadline {
         let end = size(reader)?;
         while scanned < end {
-            let max = (end - scanned).min(u64::from(crate::probe::FILE_PART)) as u32;
+            let max = (end - scanned).min(u64::from(crate::host::probe::FILE_PART)) as u32;
             let part = read_patiently(|| reader.read_file(&path, scanned, max))?;
             if part.is_empty() {
                 break;
@@ -510,7 +510,7 @@ const MARK_PATIENCE: Duration = Duration::from_secs(3);
 /// filesystem would keep less than 10% free with them.
 fn write_output(
     output: &Output,
-    reader: &dyn crate::probe::Reader,
+    reader: &dyn crate::host::probe::Reader,
     log: &Path,
     range: std::ops::Range<u64>,
 ) -> Result<u64> {
@@ -581,7 +581,7 @@ fn read_back(
 /// Copy bytes `range` of `log` (on the server's host, read by `reader`) into `out`, a part
 /// at a time; the bytes copied (none when the range is empty: the file shrank).
 fn copy_from(
-    reader: &dyn crate::probe::Reader,
+    reader: &dyn crate::host::probe::Reader,
     log: &Path,
     range: std::ops::Range<u64>,
     out: &mut std::fs::File,
@@ -589,7 +589,7 @@ fn copy_from(
     let path = log.display().to_string();
     let mut at = range.start;
     while at < range.end {
-        let max = (range.end - at).min(u64::from(crate::probe::FILE_PART)) as u32;
+        let max = (range.end - at).min(u64::from(crate::host::probe::FILE_PART)) as u32;
         let part = read_patiently(|| reader.read_file(&path, at, max))?;
         if part.is_empty() {
             break;
@@ -607,7 +607,7 @@ fn copy_from(
 fn read_patiently<T>(mut read: impl FnMut() -> Result<T>) -> Result<T> {
     loop {
         match read() {
-            Err(e) if crate::probe::is_late(&e) => continue,
+            Err(e) if crate::host::probe::is_late(&e) => continue,
             r => return r,
         }
     }

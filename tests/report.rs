@@ -250,7 +250,7 @@ fn a_rate_mode_run_reports_added_latency_and_saturation() {
     assert!(!words[1].contains("set this pace"), "{words:?}");
     let pinned = |client_cores: f64| {
         let mut p = r.clone();
-        p.cpus = Some(dbtax::cpus::Cpus {
+        p.cpus = Some(dbtax::host::cpus::Cpus {
             server: vec![1],
             load: vec![0],
         });

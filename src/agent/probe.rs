@@ -10,7 +10,7 @@
 use super::link::Event;
 use super::protocol::{Reply, Request};
 use super::{AgentBin, AgentOptions, AgentSpec, Pool};
-use crate::probe::{Ask, Find, Found, Reader, Reading};
+use crate::host::probe::{Ask, Find, Found, Reader, Reading};
 use anyhow::{Result, anyhow, bail};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -128,7 +128,7 @@ impl RemoteProbe {
                     pool.agents[0].gone = Some(why.clone());
                     return Err(gone(&mut pool, &why));
                 }
-                Err(crate::probe::LateReading {
+                Err(crate::host::probe::LateReading {
                     host: self.label.clone(),
                     waited_s: wait.as_secs(),
                     silent_s: since.elapsed().as_secs(),
@@ -145,7 +145,7 @@ impl Reader for RemoteProbe {
         loop {
             match self.read(&Ask::default()) {
                 Ok(_) => return Ok(()),
-                Err(e) if crate::probe::is_late(&e) => continue,
+                Err(e) if crate::host::probe::is_late(&e) => continue,
                 Err(e) => return Err(e),
             }
         }
@@ -162,7 +162,7 @@ impl Reader for RemoteProbe {
         }
     }
 
-    fn find(&self, f: &Find) -> Result<Found> {
+    fn find_server(&self, f: &Find) -> Result<Found> {
         match self.ask(&Request::Find(f.clone()))? {
             Reply::Found(found) => {
                 *self.found.lock().unwrap_or_else(|e| e.into_inner()) = Some(found.clone());
@@ -209,7 +209,7 @@ impl Reader for RemoteProbe {
         let found = self.found.lock().unwrap_or_else(|e| e.into_inner());
         found
             .as_ref()
-            .is_some_and(|f| !f.boot_id.is_empty() && f.boot_id == crate::probe::boot_id())
+            .is_some_and(|f| !f.boot_id.is_empty() && f.boot_id == crate::host::probe::boot_id())
     }
 
     fn server_host(&self) -> Option<crate::results::ServerHost> {

@@ -79,9 +79,9 @@ pub enum Request {
     /// End the current trial now.
     Stop,
     /// The probe role (`--server-host`): find the server's process on this host.
-    Find(crate::probe::Find),
+    Find(crate::host::probe::Find),
     /// The probe role: read the server's CPU, the logs' sizes and room, the other processes.
-    Read(crate::probe::Ask),
+    Read(crate::host::probe::Ask),
     /// The probe role: a part of a file (`dbtax capture`'s log), answered as `bytes`.
     ReadFile {
         /// The file, as a path on the probe's host.
@@ -149,9 +149,9 @@ pub enum Reply {
     /// The trial's outcome.
     Report(Box<AgentReport>),
     /// The server's process, found.
-    Found(crate::probe::Found),
+    Found(crate::host::probe::Found),
     /// A reading.
-    Reading(Box<crate::probe::Reading>),
+    Reading(Box<crate::host::probe::Reading>),
     /// A part of a file, in hex (none: the file ends before it).
     Bytes {
         /// Its bytes, two hex digits each.

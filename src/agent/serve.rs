@@ -74,16 +74,16 @@ pub fn serve_stdio(remove_binary: bool) -> Result<()> {
                 }
             }
             Request::Stop => None,
-            Request::Find(f) => Some(match crate::probe::find(&f) {
+            Request::Find(f) => Some(match crate::host::probe::find_server(&f) {
                 Ok(found) => Reply::Found(found),
                 Err(message) => Reply::Error {
                     message,
                     lost: false,
                 },
             }),
-            Request::Read(ask) => Some(Reply::Reading(Box::new(crate::probe::read(&ask)))),
+            Request::Read(ask) => Some(Reply::Reading(Box::new(crate::host::probe::read(&ask)))),
             Request::ReadFile { path, from, max } => {
-                Some(match crate::probe::read_file(&path, from, max) {
+                Some(match crate::host::probe::read_file(&path, from, max) {
                     Ok(bytes) => Reply::Bytes {
                         hex: protocol::to_hex(&bytes),
                     },
@@ -128,10 +128,10 @@ fn hello() -> Hello {
         host: crate::host::hostname(),
         arch: std::env::consts::ARCH.to_string(),
         cores: crate::host::online_cores(),
-        cpus: crate::cpus::allowed(),
+        cpus: crate::host::cpus::allowed(),
         clock_ns: protocol::clock_ns(),
         pid: std::process::id(),
-        boot_id: crate::probe::boot_id(),
+        boot_id: crate::host::probe::boot_id(),
     }
 }
 

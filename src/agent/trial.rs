@@ -241,7 +241,7 @@ impl Pool {
             .filter(|a| a.hello.boot_id == *kernel)
             .map(|a| a.hello.pid)
             .collect();
-        if *kernel == crate::probe::boot_id() {
+        if *kernel == crate::host::probe::boot_id() {
             pids.push(std::process::id());
             pids.extend(server.server_pid.filter(|_| server.host.0.here()));
             pids.extend(server.neighbour_pid);
@@ -251,7 +251,7 @@ impl Pool {
 
     /// The pids of this run's agents on this machine's kernel (not other processes here).
     fn agents_here(&self) -> Vec<u32> {
-        let here = crate::probe::boot_id();
+        let here = crate::host::probe::boot_id();
         self.agents
             .iter()
             .filter(|a| !here.is_empty() && a.hello.boot_id == here)

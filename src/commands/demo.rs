@@ -33,9 +33,9 @@ pub fn run(args: DemoArgs) -> Result<()> {
             ..Default::default()
         },
         cpus: if args.no_pin {
-            crate::cpus::Choice::Off
+            crate::host::cpus::Choice::Off
         } else {
-            crate::cpus::Choice::Auto
+            crate::host::cpus::Choice::Auto
         },
     };
     let opts = RunOptions {

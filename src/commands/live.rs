@@ -1,5 +1,5 @@
 //! `dbtax live`: check and lay out the run, say what it will do, ask on a terminal, run it,
-//! write results.json and print what it found (`report::live`).
+//! write results.json and print what it found (`report::view::live`).
 
 use crate::cli::LiveArgs;
 use crate::config::server_config;
@@ -109,8 +109,7 @@ pub fn run(args: LiveArgs) -> Result<()> {
         live: Some(live),
         ..Default::default()
     };
-    crate::experiment::run::record::write_results(&dir, &results)?;
-    crate::report::write_all(&dir, &results)?;
+    crate::experiment::run::record::write_final(&dir, &results)?;
     if args.json {
         crate::outln!("{}", serde_json::to_string_pretty(&results)?);
     } else {

@@ -4,13 +4,11 @@
 
 pub mod bench;
 pub mod capture;
-pub mod compare;
+pub mod catalog;
 pub mod demo;
 pub mod docs;
-pub mod features;
 pub mod fsync;
 pub mod live;
-pub mod presets;
 pub mod progress;
 pub mod report;
 pub mod restore;
@@ -25,13 +23,13 @@ pub fn dispatch(cli: Cli) -> Result<()> {
         Command::Bench(args) => bench::run(*args),
         Command::Run(args) => run::run(*args),
         Command::Demo(args) => demo::run(args),
-        Command::Features(args) => features::run(args),
+        Command::Features(args) => catalog::features(args),
         Command::Restore(args) => restore::run(args),
         Command::Capture(args) => capture::run(args),
         Command::Live(args) => live::run(*args),
         Command::Report(args) => report::run(args),
-        Command::Compare(args) => compare::run(args),
-        Command::Presets => presets::run(),
+        Command::Compare(args) => report::compare(args),
+        Command::Presets => catalog::presets(),
         Command::Agent(args) => crate::agent::serve::serve_stdio(args.remove_binary),
         Command::Fsync(args) => fsync::run(args),
         Command::Completions(args) => docs::completions(args.shell),

@@ -49,9 +49,11 @@ pub fn server_config(args: &TargetArgs, file_target: Option<&str>) -> Result<Ser
         validate_identifier("--schema", s)?;
     }
     let cpus = match (&args.cpus, args.no_pin) {
-        (_, true) => crate::cpus::Choice::Off,
-        (Some(c), false) => crate::cpus::parse_choice(c).map_err(|e| usage(format!("{e:#}")))?,
-        (None, false) => crate::cpus::Choice::Auto,
+        (_, true) => crate::host::cpus::Choice::Off,
+        (Some(c), false) => {
+            crate::host::cpus::parse_choice(c).map_err(|e| usage(format!("{e:#}")))?
+        }
+        (None, false) => crate::host::cpus::Choice::Auto,
     };
     Ok(ServerConfig {
         spec,

@@ -19,6 +19,6 @@ pub fn install_hooks() {
         interrupted: |e| crate::error::exit_code(e) == 130,
         test_point: crate::crash::test_point,
         now: crate::host::now_rfc3339_ms,
-        trial_lost: crate::probe::reading_lost,
+        trial_lost: crate::host::probe::reading_lost,
     });
 }

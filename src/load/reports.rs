@@ -133,7 +133,7 @@ pub fn summarize(
             } else if (s - secs).abs() <= READINGS_APART_S {
                 secs
             } else {
-                return Err(crate::probe::ReadingsApart {
+                return Err(crate::host::probe::ReadingsApart {
                     host_s: s,
                     window_s: secs,
                 }
@@ -370,7 +370,7 @@ mod tests {
         // The after reading 2.5 s late (the case issue 34's suite met: 15.8 bytes a query
         // where the log wrote 52): lost, in words, not a figure of another interval.
         let e = log_over_host(800, 3300).unwrap_err();
-        let words = crate::probe::reading_lost(&e).expect("a lost reading");
+        let words = crate::host::probe::reading_lost(&e).expect("a lost reading");
         assert!(
             words.contains("0.8 s apart for a trial window of 3.3 s"),
             "{words}"

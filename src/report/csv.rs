@@ -1,5 +1,5 @@
 //! results.csv: one row per trial, stable column names (documented in docs/guide.md, "Output");
-//! a live run's is one row per window (`report::live::CSV_COLUMNS`).
+//! a live run's is one row per window (`report::view::live::CSV_COLUMNS`).
 //! A capacity search's trials (`--slo`) are rows too: the objective and the step's phase in
 //! the last two columns, blank for every other trial.
 
@@ -53,7 +53,7 @@ fn opt(v: Option<f64>) -> String {
 /// Render every trial as CSV.
 pub fn render(r: &Results) -> String {
     if let Some(l) = &r.live {
-        return super::live::csv(l);
+        return super::view::live::csv(l);
     }
     let mut out = COLUMNS.join(",") + "\n";
     for c in &r.cells {

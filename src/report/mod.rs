@@ -1,16 +1,13 @@
 //! Renderers: results in, text or bytes out. Each is pure and snapshot-tested. A run is shown
-//! through its view, chosen here once ([`mod@view`]: [`closed`] or [`rate`]) and handed to the table,
+//! through its view, chosen here once ([`mod@view`]: [`view::closed`], [`view::rate`], [`view::capacity`] or
+//! [`view::live`]) and handed to the table,
 //! the page and the words; `write_all` puts every artefact of a run into its directory.
 
 pub mod agents;
 pub mod analysis;
-pub mod capacity;
-pub mod closed;
 pub mod csv;
 pub mod interval;
-pub mod live;
 pub mod page;
-pub mod rate;
 pub mod statements;
 pub mod table;
 pub mod view;
@@ -20,7 +17,7 @@ use crate::client::mode::QueryMode;
 use crate::results::Results;
 use anyhow::{Context, Result};
 use std::path::Path;
-use view::View;
+use view::{View, capacity, closed, live, rate};
 
 /// The view of a run, chosen once: production's own traffic (`dbtax live`: `live`), capacity
 /// at an objective (`--slo`: `capacity`), at a rate when it ran open loop (`rate`), else

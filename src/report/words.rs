@@ -42,7 +42,7 @@ pub fn headlines(r: &Results, view: &dyn View) -> Vec<String> {
         h.push(format!(
             "Server and load shared this machine's cores (CPU {}, not pinned): how the \
              scheduler shared them is part of these numbers.",
-            crate::cpus::format_list(&c.load)
+            crate::host::cpus::format_list(&c.load)
         ));
     }
     h

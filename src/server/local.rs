@@ -200,7 +200,7 @@ fn spawn_server(
         cmd.pre_exec(move || {
             libc::prctl(libc::PR_SET_PDEATHSIG, death_signal);
             if let Some(c) = &cpus {
-                crate::cpus::set_affinity(c)?;
+                crate::host::cpus::set_affinity(c)?;
             }
             Ok(())
         });

@@ -72,7 +72,7 @@ pub struct ServerConfig {
     /// Managed targets: how to start it.
     pub managed: ManagedConfig,
     /// Where server and load run when they share this machine.
-    pub cpus: crate::cpus::Choice,
+    pub cpus: crate::host::cpus::Choice,
 }
 
 /// A replay's statements left out for what they reach on the server (`replay_reach`).
@@ -164,7 +164,7 @@ pub trait Engine: Send + Sync {
     /// How a probe on the server's host finds its process (from what the server says of
     /// itself), the datadir there, and the host name the server gives (None: it does not
     /// say). None when the server will not tell.
-    fn probe_find(&self) -> Option<(crate::probe::Find, PathBuf, Option<String>)>;
+    fn probe_find(&self) -> Option<(crate::host::probe::Find, PathBuf, Option<String>)>;
     /// The server's process when dbtax started it (it may restart it).
     fn managed(&mut self) -> Option<&mut dyn local::Restart>;
     /// Whether dbtax started this server.
@@ -190,7 +190,7 @@ pub struct Server {
     pub datadir: Option<PathBuf>,
     /// Where the server's CPU, its files and the other processes of its host are read:
     /// here, or through the probe on its host.
-    pub host: crate::probe::Host,
+    pub host: crate::host::probe::Host,
     /// The server's pid when it runs on this machine's kernel under another host name (a
     /// container, a namespace) and dbtax does not read it: not another process of this
     /// machine's either.
@@ -258,7 +258,7 @@ impl Server {
             Some(_) => None,
             None => engine
                 .probe_find()
-                .and_then(|(f, _, _)| crate::probe::find(&f).ok())
+                .and_then(|(f, _, _)| crate::host::probe::find_server(&f).ok())
                 .map(|f| f.pid),
         };
         let identity = engine.admin()?.identity()?;
@@ -516,8 +516,8 @@ impl Server {
     /// A reading of the server's CPU: per thread in ns where the kernel tells it, over the
     /// process or the process tree as its engine says (PostgreSQL: the postmaster and every
     /// process it started, with the children it has reaped).
-    pub fn cpu_ask(&self) -> crate::probe::Ask {
-        crate::probe::Ask {
+    pub fn cpu_ask(&self) -> crate::host::probe::Ask {
+        crate::host::probe::Ask {
             pid: self.server_pid,
             tree: self.engine().cpu == CpuScope::ProcessTree,
             ..Default::default()
@@ -527,7 +527,7 @@ impl Server {
     /// Read the server's host through a probe there (`--server-host`): find the server's
     /// process by what the server says of itself. A usage error when it cannot be found or
     /// the host is not the server's.
-    pub fn attach_host(&mut self, host: crate::probe::Host) -> Result<()> {
+    pub fn attach_host(&mut self, host: crate::host::probe::Host) -> Result<()> {
         let label = host.0.label();
         let Some((find, datadir, hostname)) = self.engine.probe_find() else {
             return Err(usage(format!(
@@ -535,7 +535,7 @@ impl Server {
                  cannot find its process"
             )));
         };
-        let found = host.0.find(&find).map_err(|e| {
+        let found = host.0.find_server(&find).map_err(|e| {
             usage(format!(
                 "the probe on {label} did not find the server's process: {e}. Is {label} the \
                  database's host?"

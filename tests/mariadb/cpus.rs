@@ -4,7 +4,7 @@
 //! CPUs it leaves.
 
 use super::{Ctx, ok};
-use dbtax::cpus;
+use dbtax::host::cpus;
 use dbtax::server::ManagedConfig;
 use dbtax::server::mysql::managed::ManagedServer;
 use std::process::Command;

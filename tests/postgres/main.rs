@@ -453,7 +453,7 @@ fn the_managed_demo_answers_the_three_questions(ctx: &Ctx) {
     let v = validate_results(&out.join("results.json"));
     assert_eq!(v["target"]["kind"], "managed:postgres");
     // The demo runs pinned: server and load on disjoint CPUs (two or more here).
-    if dbtax::cpus::allowed().len() >= 2 {
+    if dbtax::host::cpus::allowed().len() >= 2 {
         assert_eq!(v["pinned"], true, "{}", v["cpus"]);
         let server = v["cpus"]["server"].as_array().unwrap();
         let load = v["cpus"]["load"].as_array().unwrap();

@@ -5,26 +5,50 @@ use crate::experiment::prepare::plan::Plan;
 use crate::experiment::spec::{Experiment, StopRule};
 use crate::load::CALIBRATION;
 use anyhow::Result;
+use dbtax_stats::design::order::trial_estimate;
+
+/// The trials of a run at fixed loads, as the dry run counts them.
+#[derive(Clone, Copy)]
+struct Counts {
+    /// Blocks planned per thread count (at least, under a precision rule).
+    blocks: usize,
+    /// What a block counts as: "repeats" (a two-variant block of four trials counts as two)
+    /// or "blocks".
+    unit: &'static str,
+    /// Repeats per block.
+    per: usize,
+    /// The warm-up round's trials (0: none).
+    warmups: usize,
+    /// Every trial, the warm-up's included.
+    trials: usize,
+    /// Rate mode's closed-loop calibrations, one per thread count (0: none).
+    calibrations: usize,
+}
+
+impl Counts {
+    fn of(exp: &Experiment) -> Counts {
+        // A two-variant block is four trials, each variant twice (`order::extra_period`), and
+        // counts as two repeats.
+        let per = exp.repeats_per_block() as usize;
+        let round = exp.points().len() * exp.variants.len() * per;
+        let warmups = if exp.warmup_round { round } else { 0 };
+        Counts {
+            blocks: exp.planned_blocks() as usize,
+            unit: if per == 2 { "repeats" } else { "blocks" },
+            per,
+            warmups,
+            trials: exp.planned_trials() + warmups,
+            calibrations: match &exp.open_loop {
+                Some(o) if o.needs_calibration() => exp.threads.len(),
+                _ => 0,
+            },
+        }
+    }
+}
 
 /// The dry-run text for `exp` planned on the server `label` (`version`).
 pub fn render(exp: &Experiment, label: &str, version: &str, plan: &Plan) -> Result<String> {
-    let blocks = exp.planned_blocks() as usize;
-    // A two-variant block is four trials, each variant twice (`order::extra_period`), and
-    // counts as two repeats.
-    let per = exp.repeats_per_block() as usize;
-    let unit = if per == 2 { "repeats" } else { "blocks" };
-    let round = exp.points().len() * exp.variants.len() * per;
-    let warmups = if exp.warmup_round { round } else { 0 };
-    let trials = exp.planned_trials() + warmups;
-    let calibrations = match &exp.open_loop {
-        Some(o) if o.needs_calibration() => exp.threads.len(),
-        _ => 0,
-    };
-    let secs = dbtax_stats::design::order::trial_estimate(exp.trial, exp.warmup).as_secs_f64()
-        * trials as f64
-        + calibrations as f64
-            * dbtax_stats::design::order::trial_estimate(exp.trial.max(CALIBRATION), exp.warmup)
-                .as_secs_f64();
+    let counts = Counts::of(exp);
     let mut s = format!("Experiment '{}' on {label} ({version})\n", exp.name);
     s += &format!("  workload   {}\n", serde_json::to_string(&exp.workload)?);
     if let Some(slice) = &exp.workload.slice.0 {
@@ -44,7 +68,7 @@ pub fn render(exp: &Experiment, label: &str, version: &str, plan: &Plan) -> Resu
                 ))
                 .unwrap_or_default()
         );
-        if calibrations > 0 {
+        if counts.calibrations > 0 {
             s += &format!(
                 "  calibrate  first, the capacity of '{}' in closed loop at each thread count ({} s each, not counted); a share such as 50% is of it\n",
                 exp.variants[0].name,
@@ -53,7 +77,7 @@ pub fn render(exp: &Experiment, label: &str, version: &str, plan: &Plan) -> Resu
         }
     }
     if exp.slo.is_empty() {
-        s += &schedule(exp, blocks, unit, trials, secs, per, warmups);
+        s += &schedule(exp, &counts);
     } else {
         s += &capacity(exp);
     }
@@ -116,15 +140,19 @@ pub fn render(exp: &Experiment, label: &str, version: &str, plan: &Plan) -> Resu
 }
 
 /// The trials, warm-up, order and headline lines of a run at fixed loads.
-fn schedule(
-    exp: &Experiment,
-    blocks: usize,
-    unit: &str,
-    trials: usize,
-    secs: f64,
-    per: usize,
-    warmups: usize,
-) -> String {
+fn schedule(exp: &Experiment, counts: &Counts) -> String {
+    let Counts {
+        blocks,
+        unit,
+        per,
+        warmups,
+        trials,
+        calibrations,
+    } = *counts;
+    // Each trial with its settle as the order plans it, and each calibration.
+    let secs = trial_estimate(exp.trial, exp.warmup).as_secs_f64() * trials as f64
+        + calibrations as f64
+            * trial_estimate(exp.trial.max(CALIBRATION), exp.warmup).as_secs_f64();
     let mut out = String::new();
     out += &format!(
         "  trials     {:.1} s measured after {:.1} s settle; {} → {trials} trials, about {:.0} s\n",
@@ -184,8 +212,7 @@ fn capacity(exp: &Experiment) -> String {
     use dbtax_stats::run::capacity as c;
     let design = exp.design();
     let trials = c::planned_trials(&design);
-    let secs = dbtax_stats::design::order::trial_estimate(exp.trial, exp.warmup).as_secs_f64()
-        * trials as f64;
+    let secs = trial_estimate(exp.trial, exp.warmup).as_secs_f64() * trials as f64;
     let slos: Vec<String> = exp.slo.iter().map(|s| s.label()).collect();
     format!(
         "  capacity   at {} (latency from each event's intended start), at {} threads\n  \

@@ -46,7 +46,7 @@ fn resolve(
         .server_opts
         .extend(exp.server_opts.iter().cloned());
     if config.spec.is_managed() {
-        config.managed.cpus = crate::cpus::managed_server_cpus(&config.cpus);
+        config.managed.cpus = crate::host::cpus::managed_server_cpus(&config.cpus);
     }
     let features: Vec<&str> = exp
         .variants
@@ -59,7 +59,7 @@ fn resolve(
         attach_probe(&mut server, spec, bin, exp.probe_silence)?;
     }
     let mut plan = preflight(exp, &server, restart_cmd)?;
-    plan.cpus = crate::cpus::place(
+    plan.cpus = crate::host::cpus::place(
         &config.cpus,
         config.managed.cpus.as_deref(),
         server.is_managed(),
@@ -68,10 +68,10 @@ fn resolve(
     );
     // From here on every thread this one starts (the workers) runs on the load's CPUs.
     if let Some(c) = plan.cpus.cpus.as_ref().filter(|_| plan.cpus.pinned) {
-        crate::cpus::set_affinity(&c.load).map_err(|e| {
+        crate::host::cpus::set_affinity(&c.load).map_err(|e| {
             crate::error::usage(format!(
                 "cannot bind dbtax's load to CPU {}: {e}",
-                crate::cpus::format_list(&c.load)
+                crate::host::cpus::format_list(&c.load)
             ))
         })?;
     }
@@ -98,7 +98,7 @@ fn attach_probe(
     let probe = crate::agent::probe::RemoteProbe::start(spec, bin, silence, &mut |m| {
         crate::errln!("{m}");
     })?;
-    server.attach_host(crate::probe::Host(std::sync::Arc::new(probe)))
+    server.attach_host(crate::host::probe::Host(std::sync::Arc::new(probe)))
 }
 
 /// The dry run: the plan and its statements as text. Changes nothing.

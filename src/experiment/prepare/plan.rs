@@ -62,7 +62,7 @@ pub struct LogFiles {
     /// Their paths on the server's host, for the variables the server knows now.
     pub paths: Vec<PathBuf>,
     /// Where they are read: here, or through the probe on the server's host.
-    pub host: crate::probe::Host,
+    pub host: crate::host::probe::Host,
 }
 
 impl LogFiles {
@@ -80,7 +80,13 @@ impl LogFiles {
             .filter_map(|v| found.get(*v))
             .filter_map(|p| server.local_file(p))
             // Links followed where they can be (the probe follows them on its host).
-            .map(|p| if here { crate::probe::real_path(&p) } else { p })
+            .map(|p| {
+                if here {
+                    crate::host::probe::real_path(&p)
+                } else {
+                    p
+                }
+            })
             .collect();
         Ok(LogFiles {
             vars,
@@ -118,7 +124,7 @@ pub struct Plan {
     /// What dbtax will do besides SET GLOBAL (install a plugin, restart...).
     pub notes: Vec<String>,
     /// Where server and load run (filled in by `open::open`, once the server is reached).
-    pub cpus: crate::cpus::Placement,
+    pub cpus: crate::host::cpus::Placement,
     /// Feature logs will grow on a server not on this machine, unwatched (`--unguarded-logs`).
     pub unguarded_logs: bool,
     /// Why the run would be refused although its plan could be made (the server has too few

@@ -7,7 +7,7 @@
 use crate::error::usage;
 use crate::experiment::prepare::plan::{LogFiles, Plan, PlannedVariant, Restarter, Statements};
 use crate::experiment::prepare::states::{
-    check_contradictions, features, find, held, held_notes, states,
+    check_contradictions, feature_named, features, held, held_notes, states,
 };
 use crate::experiment::spec::Experiment;
 use crate::feature::pending::ensure_no_pending_journal;
@@ -30,22 +30,110 @@ const REPLAY_LOCKS: &str = "replay: its three locks (statements that may change 
 /// Resolve `exp` for `server`. `restart_cmd`: the user's way to restart their server.
 pub fn preflight(exp: &Experiment, server: &Server, restart_cmd: Option<&str>) -> Result<Plan> {
     let features = features(exp, |name| server.feature(name))?;
-    let feature = |name: &str| find(&features, name);
     let held = held(&features)?;
     check_contradictions(exp, &features, &held)?;
     let (mut touched, states) = states(exp, &features, &held);
+
     let mut admin = server.admin()?;
     let restart = restart_only(admin.as_mut(), &states)?;
-    let variants: Vec<PlannedVariant> = exp
-        .variants
+    let mut variants = planned_variants(exp, &features, states, &restart);
+    touched.retain(|k| !restart.iter().any(|(n, _, _)| n == k));
+
+    let restarter = restarter(&variants, server, restart_cmd)?;
+    let ctx = SupportContext {
+        can_restart: restarter != Restarter::None || server.is_managed(),
+        managed: server.is_managed(),
+        // The plugin library is looked for on this machine's disk.
+        local: server.datadir.is_some() && server.host.0.here(),
+    };
+    // dbtax reads the server's host: here, or through the probe there (--server-host).
+    let reachable = server.datadir.is_some();
+    let mut notes = support_notes(admin.as_mut(), &features, ctx, server)?;
+
+    check_plain_settings(admin.as_mut(), exp, server)?;
+    let refused = connection_shortfall(admin.as_mut(), exp, server)?;
+    ensure_no_pending_journal(server)?;
+    server.check_statements(&exp.workload)?;
+    if exp.workload.replay.is_some() {
+        if let Some(reached) = server.replay_reach(&exp.workload)? {
+            notes.push(format!("replay: {}", reached.words()));
+        }
+        notes.push(REPLAY_LOCKS.into());
+    }
+
+    let names: Vec<&str> = touched.iter().map(String::as_str).collect();
+    let current = admin.global_vars(&names)?;
+    notes.extend(held_notes(&held, &current));
+    notes.extend(design_notes(exp, server));
+
+    let log_file_vars: Vec<&'static str> = features
+        .iter()
+        .flat_map(|f| f.log_file_vars.iter().copied())
+        .collect();
+    let unguarded_logs = !reachable && unwatched_logs(exp, &features, server, &mut notes)?;
+    if !server.host.0.here() {
+        notes.push(format!(
+            "the server's host is read through the probe on {}: server CPU per query, log \
+             bytes per query, the disk guard and the other processes' CPU come from there",
+            server.host.0.label()
+        ));
+    }
+    let log_files = LogFiles::resolve(admin.as_mut(), server, log_file_vars)?;
+    notes.extend(unreadable_logs(&log_files));
+
+    let (plugins, switched_plugins) = plugins(admin.as_mut(), &features, &mut notes)?;
+    let plugin_vars = with_plugins(&mut variants, &features, &switched_plugins);
+
+    let persisted = admin.persisted(&names)?;
+    let statements = statements(
+        admin.as_ref(),
+        &variants,
+        &touched,
+        (&current, persisted.as_ref()),
+        (&plugins, &switched_plugins, &plugin_vars),
+    );
+    Ok(Plan {
+        variants,
+        statements,
+        relevant: relevant_variables(admin.as_mut(), &touched)?,
+        switches: Switches {
+            touched,
+            plugins,
+            switched_plugins,
+            plugin_vars,
+        },
+        current,
+        log_files,
+        restarter,
+        notes,
+        cpus: Default::default(),
+        unguarded_logs,
+        refused,
+    })
+}
+
+/// Each variant as planned: its settings (those that need a restart moved to its server's
+/// options) and its features' restart options.
+fn planned_variants(
+    exp: &Experiment,
+    features: &[Feature],
+    states: Vec<State>,
+    restart: &[(String, String, String)],
+) -> Vec<PlannedVariant> {
+    exp.variants
         .iter()
         .zip(states)
         .map(|(v, state)| {
             let mut server_opts = v.server_opts.clone();
             for name in &v.features {
-                server_opts.extend(feature(name).restart_opts.iter().map(|o| o.to_string()));
+                server_opts.extend(
+                    feature_named(features, name)
+                        .restart_opts
+                        .iter()
+                        .map(|o| o.to_string()),
+                );
             }
-            let (state, opts) = split_restart_only(state, &restart);
+            let (state, opts) = split_restart_only(state, restart);
             server_opts.extend(opts);
             PlannedVariant {
                 name: v.name.clone(),
@@ -57,20 +145,19 @@ pub fn preflight(exp: &Experiment, server: &Server, restart_cmd: Option<&str>) -
                 effects: v.effects.clone(),
             }
         })
-        .collect();
-    let mut variants = variants;
-    touched.retain(|k| !restart.iter().any(|(n, _, _)| n == k));
-    let restarter = restarter(&variants, server, restart_cmd)?;
-    let ctx = SupportContext {
-        can_restart: restarter != Restarter::None || server.is_managed(),
-        managed: server.is_managed(),
-        // The plugin library is looked for on this machine's disk.
-        local: server.datadir.is_some() && server.host.0.here(),
-    };
-    // dbtax reads the server's host: here, or through the probe there (--server-host).
-    let reachable = server.datadir.is_some();
+        .collect()
+}
+
+/// Whether the server supports each feature: the notes of those it supports with a remark;
+/// Err (nothing changed) at the first it does not.
+fn support_notes(
+    admin: &mut dyn Admin,
+    features: &[Feature],
+    ctx: SupportContext,
+    server: &Server,
+) -> Result<Vec<String>> {
     let mut notes = vec![];
-    for f in &features {
+    for f in features {
         match admin.support(f, ctx)? {
             Support::Yes(note) if !note.is_empty() => notes.push(format!("{}: {note}", f.name)),
             Support::Yes(_) => {}
@@ -83,19 +170,12 @@ pub fn preflight(exp: &Experiment, server: &Server, restart_cmd: Option<&str>) -
             }
         }
     }
-    check_plain_settings(admin.as_mut(), exp, server)?;
-    let refused = connection_shortfall(admin.as_mut(), exp, server)?;
-    ensure_no_pending_journal(server)?;
-    server.check_statements(&exp.workload)?;
-    if exp.workload.replay.is_some() {
-        if let Some(reached) = server.replay_reach(&exp.workload)? {
-            notes.push(format!("replay: {}", reached.words()));
-        }
-        notes.push(REPLAY_LOCKS.into());
-    }
-    let names: Vec<&str> = touched.iter().map(String::as_str).collect();
-    let current = admin.global_vars(&names)?;
-    notes.extend(held_notes(&held, &current));
+    Ok(notes)
+}
+
+/// What the design does, in words: the blocks of a two-variant run, the disturbance rule.
+fn design_notes(exp: &Experiment, server: &Server) -> Vec<String> {
+    let mut notes = vec![];
     // (A capacity search's blocks are its own: three rates of each variant.)
     if exp.variants.len() == 2 && exp.slo.is_empty() {
         let per = exp.repeats_per_block();
@@ -132,19 +212,12 @@ pub fn preflight(exp: &Experiment, server: &Server, restart_cmd: Option<&str>) -
             }
         ),
     });
-    let log_file_vars: Vec<&'static str> = features
-        .iter()
-        .flat_map(|f| f.log_file_vars.iter().copied())
-        .collect();
-    let unguarded_logs = !reachable && unwatched_logs(exp, &features, server, &mut notes)?;
-    if !server.host.0.here() {
-        notes.push(format!(
-            "the server's host is read through the probe on {}: server CPU per query, log \
-             bytes per query, the disk guard and the other processes' CPU come from there",
-            server.host.0.label()
-        ));
-    }
-    let log_files = LogFiles::resolve(admin.as_mut(), server, log_file_vars)?;
+    notes
+}
+
+/// The feature logs whose folder dbtax cannot read: their bytes unknown, the disk guard blind.
+fn unreadable_logs(log_files: &LogFiles) -> Vec<String> {
+    let mut notes = vec![];
     for f in &log_files.paths {
         let dir = f.parent().unwrap_or(f);
         if std::fs::read_dir(dir).is_err() {
@@ -155,16 +228,25 @@ pub fn preflight(exp: &Experiment, server: &Server, restart_cmd: Option<&str>) -
             ));
         }
     }
-    let (plugins, switched_plugins) = plugins(admin.as_mut(), &features, &mut notes)?;
+    notes
+}
+
+/// The switched plugins each variant loads (those of its features); a variant without them
+/// loses their variables, which do not exist then. The plugins' variables.
+fn with_plugins(
+    variants: &mut [PlannedVariant],
+    features: &[Feature],
+    switched_plugins: &[Plugin],
+) -> Vec<String> {
     let plugin_vars: Vec<String> = features
         .iter()
         .filter(|f| f.plugin.is_some_and(|p| switched_plugins.contains(&p)))
         .flat_map(|f| f.on.iter().chain(f.off))
         .map(|(k, _)| k.to_string())
         .collect();
-    for v in &mut variants {
+    for v in variants.iter_mut() {
         for name in &v.features {
-            if let Some(p) = feature(name).plugin
+            if let Some(p) = feature_named(features, name).plugin
                 && switched_plugins.contains(&p)
                 && !v.plugins.contains(&p)
             {
@@ -176,32 +258,7 @@ pub fn preflight(exp: &Experiment, server: &Server, restart_cmd: Option<&str>) -
             v.state.retain(|(k, _)| !plugin_vars.contains(k));
         }
     }
-    let persisted = admin.persisted(&names)?;
-    let statements = statements(
-        admin.as_ref(),
-        &variants,
-        &touched,
-        (&current, persisted.as_ref()),
-        (&plugins, &switched_plugins, &plugin_vars),
-    );
-    Ok(Plan {
-        variants,
-        statements,
-        relevant: relevant_variables(admin.as_mut(), &touched)?,
-        switches: Switches {
-            touched,
-            plugins,
-            switched_plugins,
-            plugin_vars,
-        },
-        current,
-        log_files,
-        restarter,
-        notes,
-        cpus: Default::default(),
-        unguarded_logs,
-        refused,
-    })
+    plugin_vars
 }
 
 /// On a server that is not on this machine dbtax cannot read its files or /proc: say which

@@ -25,7 +25,7 @@ pub(super) fn features(
     Ok(out)
 }
 
-pub(super) fn find<'a>(features: &'a [Feature], name: &str) -> &'a Feature {
+pub(super) fn feature_named<'a>(features: &'a [Feature], name: &str) -> &'a Feature {
     features
         .iter()
         .find(|f| f.name == name)
@@ -76,7 +76,7 @@ pub(super) fn check_contradictions(
     for v in &exp.variants {
         for (k, val) in &v.set {
             for name in &v.features {
-                let f = find(features, name);
+                let f = feature_named(features, name);
                 if let Some((_, want)) = f.on.iter().find(|(n, _)| n == k)
                     && !same_value(want, val)
                 {
@@ -126,7 +126,7 @@ pub(super) fn states(
             let mut s: Vec<(String, String)> = v
                 .features
                 .iter()
-                .flat_map(|name| find(features, name).on.iter())
+                .flat_map(|name| feature_named(features, name).on.iter())
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect();
             s.extend(v.set.iter().cloned());

@@ -31,7 +31,7 @@ pub struct DiskGuard {
 }
 
 /// The log files' total size in a reading (a file that cannot be read counts 0).
-fn size_of(r: &crate::probe::Reading) -> u64 {
+fn size_of(r: &crate::host::probe::Reading) -> u64 {
     r.sizes.iter().map(|s| s.unwrap_or(0)).sum()
 }
 
@@ -41,8 +41,8 @@ fn mb(b: u64) -> u64 {
 
 impl DiskGuard {
     /// The log files' sizes and their filesystems' room, read where they are.
-    fn reading(&self) -> anyhow::Result<crate::probe::Reading> {
-        self.files.host.read(&crate::probe::Ask {
+    fn reading(&self) -> anyhow::Result<crate::host::probe::Reading> {
+        self.files.host.read(&crate::host::probe::Ask {
             files: self
                 .files
                 .paths
@@ -76,7 +76,7 @@ impl DiskGuard {
         }
         let r = match self.reading() {
             Ok(r) => r,
-            Err(e) if crate::probe::is_late(&e) => return Err(e),
+            Err(e) if crate::host::probe::is_late(&e) => return Err(e),
             Err(e) => return Ok(Some(format!("stopped before the next trial: {e:#}"))),
         };
         let Some((dir, free, total)) = self.short_of_room(&r, expected) else {
@@ -94,7 +94,11 @@ impl DiskGuard {
 
     /// In reading `r`, the first log folder whose filesystem would keep less than 10% free
     /// after `extra` more bytes: (folder, free, total).
-    fn short_of_room(&self, r: &crate::probe::Reading, extra: u64) -> Option<(PathBuf, u64, u64)> {
+    fn short_of_room(
+        &self,
+        r: &crate::host::probe::Reading,
+        extra: u64,
+    ) -> Option<(PathBuf, u64, u64)> {
         self.files
             .paths
             .iter()
@@ -118,7 +122,7 @@ impl DiskGuard {
         let guard = self.clone();
         let start = match self.size() {
             Ok(s) => s,
-            Err(e) if crate::probe::is_late(&e) => return Err(e),
+            Err(e) if crate::host::probe::is_late(&e) => return Err(e),
             Err(_) => 0,
         };
         let rate = std::sync::Mutex::new(Rate::new(start));

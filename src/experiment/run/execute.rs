@@ -7,7 +7,7 @@
 
 use crate::experiment::prepare::open::{Ready, open};
 use crate::experiment::run::real_server::LiveBench;
-use crate::experiment::run::record::{Recorder, write_results};
+use crate::experiment::run::record::{Recorder, write_final};
 use crate::experiment::spec::{Experiment, RunOptions};
 use crate::load::{Load, LocalLoad, TrialPlan};
 use crate::results::Results;
@@ -77,14 +77,17 @@ pub fn execute(
         display,
     };
     recorder.write()?;
-    if !exp.slo.is_empty() {
-        let outcome = capacity(exp, &mut bench, &mut recorder);
-        let restored = bench.finish();
-        drop(bench);
-        results.warnings.extend(prepare_refused(&prepared));
-        return conclude(outcome, restored, results, dir);
-    }
-    let outcome = runner::run(&exp.design(), &mut bench, &mut recorder);
+    let outcome = if exp.slo.is_empty() {
+        runner::run(&exp.design(), &mut bench, &mut recorder)
+    } else {
+        // results.json rewritten after every measured block (the recorder's `capacities`).
+        dbtax_stats::run::capacity::search(&exp.design(), &mut bench, &mut recorder).map(|c| {
+            runner::Outcome {
+                capacity: c,
+                ..Default::default()
+            }
+        })
+    };
     let restored = bench.finish();
     drop(bench);
     results.warnings.extend(prepare_refused(&prepared));
@@ -105,40 +108,6 @@ fn prepare_refused(prepared: &crate::workload::PreparedWorkload) -> Option<Strin
              those executions were sent as their text"
         )
     })
-}
-
-/// `--slo`: the capacity search, results.json rewritten after every measured block.
-fn capacity(
-    exp: &Experiment,
-    bench: &mut LiveBench<'_>,
-    recorder: &mut Recorder<'_>,
-) -> Result<runner::Outcome> {
-    let mut so_far: Vec<crate::results::Capacity> = vec![];
-    let found = {
-        let (runs, display) = (&mut recorder.runs, &mut *recorder.display);
-        dbtax_stats::run::capacity::run(&exp.design(), bench, display, &mut |now| {
-            so_far = now.to_vec();
-            for (results, _) in runs.iter_mut() {
-                results.capacity = now.to_vec();
-            }
-            for (results, dir) in runs.iter() {
-                write_results(dir, results)?;
-            }
-            Ok(())
-        })
-    };
-    match found {
-        Ok(c) => Ok(runner::Outcome {
-            capacity: c,
-            ..Default::default()
-        }),
-        Err(e) => {
-            for (results, _) in recorder.runs.iter_mut() {
-                results.capacity = so_far.clone();
-            }
-            Err(e)
-        }
-    }
 }
 
 /// After the loop: the results completed (or marked incomplete with the error), written
@@ -184,17 +153,7 @@ pub(super) fn conclude(
                 .map(|w| w.to_string()),
         );
     }
-    write_results(&dir, &results)?;
-    // A capacity search that ran its steps but found no capacity (the objective never met,
-    // or no measured block around it) has its page too: the page says so.
-    let reports_written = !results.cells.iter().all(|c| c.trials.is_empty())
-        || results
-            .capacity
-            .iter()
-            .any(|c| c.blocks > 0 || !c.steps.is_empty());
-    if reports_written {
-        crate::report::write_all(&dir, &results)?;
-    }
+    let reports_written = write_final(&dir, &results)?;
     if let Err(restore_error) = restored {
         // Say what happened first (the run's own error), then that the restore failed.
         return Err(match error {

@@ -3,7 +3,7 @@
 
 use crate::experiment::run::sides::Sides;
 use crate::load::TrialProgress;
-use crate::results::Results;
+use crate::results::{Capacity, Results};
 use anyhow::{Context, Result};
 use dbtax_stats::run::{BlockDone, Observer};
 use std::path::{Path, PathBuf};
@@ -16,6 +16,24 @@ pub fn write_results(dir: &Path, results: &Results) -> Result<()> {
         .with_context(|| format!("writing {}", tmp.display()))?;
     std::fs::rename(&tmp, &path)?;
     Ok(())
+}
+
+/// A run's record at its end (`run`'s and `live`'s): results.json, then the report page, the
+/// CSV and the charts beside it when there is something to show (a live run, a measured
+/// trial, a capacity search's steps: a search that found no capacity has its page too, which
+/// says so). Whether the pages were written.
+pub fn write_final(dir: &Path, results: &Results) -> Result<bool> {
+    write_results(dir, results)?;
+    let shown = results.live.is_some()
+        || results.cells.iter().any(|c| !c.trials.is_empty())
+        || results
+            .capacity
+            .iter()
+            .any(|c| c.blocks > 0 || !c.steps.is_empty());
+    if shown {
+        crate::report::write_all(dir, results)?;
+    }
+    Ok(shown)
 }
 
 /// Keeps results.json current after every block (of each server, for a two-server run),
@@ -64,5 +82,13 @@ impl Observer for Recorder<'_> {
         }
         self.write()?;
         self.display.block_done(block)
+    }
+
+    fn capacities(&mut self, so_far: &[Capacity]) -> Result<()> {
+        for (results, _) in self.runs.iter_mut() {
+            results.capacity = so_far.to_vec();
+        }
+        self.write()?;
+        self.display.capacities(so_far)
     }
 }

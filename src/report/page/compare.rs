@@ -143,7 +143,7 @@ pub fn bills(a: &Results, b: &Results) -> Vec<BillRow> {
     let mut rows: Vec<BillRow> = vec![];
     for (side, r) in [(0, a), (1, b)] {
         for bill in &r.bill {
-            let words = crate::report::rate::bill_words(r, bill);
+            let words = crate::report::view::rate::bill_words(r, bill);
             let at = rows.iter().position(|x| {
                 x.variant == bill.variant && x.threads == bill.threads && x.level == bill.level
             });
@@ -225,7 +225,7 @@ fn ov(c: &Cell) -> String {
     if c.rate.is_some() {
         return match &c.latency_delta_ms {
             None => "baseline".into(),
-            Some(d) => format!("p99 {}", crate::report::rate::ms(&d.p99)),
+            Some(d) => format!("p99 {}", crate::report::view::rate::ms(&d.p99)),
         };
     }
     match &c.overhead {
@@ -279,7 +279,7 @@ pub fn capacities(a: &Results, b: &Results) -> Vec<CapacityRow> {
             let Some(rate) = c.rate else {
                 return c.note.clone().unwrap_or_else(|| "no capacity".into());
             };
-            let mut s = crate::report::capacity::per_second(rate);
+            let mut s = crate::report::view::capacity::per_second(rate);
             if let Some([lo, hi]) = c.ci95 {
                 let _ = write!(s, " [{:.0}, {:.0}]", lo, hi);
             }

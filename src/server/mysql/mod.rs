@@ -290,7 +290,7 @@ impl Engine for MysqlEngine {
         }
     }
 
-    fn probe_find(&self) -> Option<(crate::probe::Find, PathBuf, Option<String>)> {
+    fn probe_find(&self) -> Option<(crate::host::probe::Find, PathBuf, Option<String>)> {
         let mut conn = self.conn(None).ok()?;
         let (pid_file, datadir, hostname, socket, port): (
             String,
@@ -308,7 +308,7 @@ impl Engine for MysqlEngine {
         } else {
             datadir.join(&pid_file)
         };
-        let find = crate::probe::Find {
+        let find = crate::host::probe::Find {
             pid_file: pid_file.display().to_string(),
             names: vec!["mariadbd".into(), "mysqld".into()],
             socket: socket.filter(|s| !s.is_empty()),

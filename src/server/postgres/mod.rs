@@ -358,7 +358,7 @@ impl Engine for PgEngine {
         }
     }
 
-    fn probe_find(&self) -> Option<(crate::probe::Find, PathBuf, Option<String>)> {
+    fn probe_find(&self) -> Option<(crate::host::probe::Find, PathBuf, Option<String>)> {
         let mut conn = self.connect_admin().ok()?;
         let row = conn
             .query_one(
@@ -375,7 +375,7 @@ impl Engine for PgEngine {
             .map(str::trim)
             .find(|d| d.starts_with('/'))
             .map(|d| format!("{d}/.s.PGSQL.{port}"));
-        let find = crate::probe::Find {
+        let find = crate::host::probe::Find {
             pid_file: datadir.join("postmaster.pid").display().to_string(),
             names: vec!["postgres".into()],
             socket,

@@ -173,23 +173,21 @@ fn step(block: u32, phase: &str, rate: f64, t: &Trial) -> CapacityStep {
     }
 }
 
-/// Run the search for every objective; `on_block` sees the capacities after every block
-/// (results.json is rewritten: an interruption loses nothing).
-pub fn run(
+/// The capacity search, for every objective; `observer.capacities` sees the capacities after
+/// every block (results.json is rewritten: an interruption loses nothing).
+pub fn search(
     exp: &Design,
     bench: &mut dyn Bench,
     observer: &mut dyn Observer,
-    on_block: &mut dyn FnMut(&[Capacity]) -> Result<()>,
 ) -> Result<Vec<Capacity>> {
-    run_with(exp, bench, observer, on_block, Options::default())
+    search_with(exp, bench, observer, Options::default())
 }
 
-/// `run`, with the statistics suite's options.
-pub fn run_with(
+/// `search`, with the statistics suite's options.
+pub fn search_with(
     exp: &Design,
     bench: &mut dyn Bench,
     observer: &mut dyn Observer,
-    on_block: &mut dyn FnMut(&[Capacity]) -> Result<()>,
     opts: Options,
 ) -> Result<Vec<Capacity>> {
     let mut s = Search {
@@ -253,7 +251,7 @@ pub fn run_with(
             "search for {}: {SEARCH_STEPS} blocks of bisection (not counted)",
             slo.label()
         ));
-        search(&mut s, bench, observer, slo, &mut tracks)?;
+        bisect(&mut s, bench, observer, slo, &mut tracks)?;
         let want = measured_blocks(exp);
         let mut extra = 0;
         let mut measured = 0;
@@ -328,7 +326,7 @@ pub fn run_with(
             let mut all = done.clone();
             all.extend(now);
             holm(&mut all);
-            on_block(&all)?;
+            observer.capacities(&all)?;
         }
         done.extend(capacities(&s, slo, &tracks));
     }
@@ -402,7 +400,7 @@ fn set_aside_stalls(
 }
 
 /// The bisection (or, with `first_over`, the climb in 5% steps).
-fn search(
+fn bisect(
     s: &mut Search<'_>,
     bench: &mut dyn Bench,
     observer: &mut dyn Observer,

@@ -107,6 +107,11 @@ pub trait Observer {
     fn block_done(&mut self, _block: &BlockDone<'_>) -> Result<()> {
         Ok(())
     }
+    /// A capacity search's block finished (`--slo`): each variant's capacity at each
+    /// objective so far, its intervals Holm-adjusted as at the end.
+    fn capacities(&mut self, _so_far: &[crate::results::Capacity]) -> Result<()> {
+        Ok(())
+    }
     /// Whether `block_done` wants the cells after every block (results.json, the display);
     /// otherwise they are computed only when the stop rule needs them.
     fn wants_blocks(&self) -> bool {

@@ -7,7 +7,7 @@
 
 use super::*;
 use dbtax_stats::results::{Capacity, Quantile, Slo};
-use dbtax_stats::run::capacity::{Options, run_with};
+use dbtax_stats::run::capacity::{Options, search_with};
 use dbtax_stats::sim::Queue;
 use dbtax_stats::stats::capacity::Width;
 
@@ -42,7 +42,7 @@ fn searches(
         let mut sim = SimulatedServer::new(seed, vec![0.0, 0.0], 0.06, 0.0);
         sim.queue = Some(queue());
         setup(&mut sim);
-        let found = run_with(&e, &mut sim, &mut Silent, &mut |_| Ok(()), opts).unwrap();
+        let found = search_with(&e, &mut sim, &mut Silent, opts).unwrap();
         CapacityRun { found }
     };
     over_seeds(base, one)
@@ -240,14 +240,7 @@ fn a_time_budget_ends_the_measured_blocks_once_each_variant_has_three() {
         e.slo = vec![SLO];
         let mut sim = SimulatedServer::new(7, vec![0.0, 0.0], 0.06, 0.0);
         sim.queue = Some(queue());
-        let found = run_with(
-            &e,
-            &mut sim,
-            &mut Silent,
-            &mut |_| Ok(()),
-            Options::default(),
-        )
-        .unwrap();
+        let found = search_with(&e, &mut sim, &mut Silent, Options::default()).unwrap();
         found.iter().map(|c| c.blocks).collect::<Vec<_>>()
     };
     assert_eq!(blocks_with(1), vec![3, 3]);

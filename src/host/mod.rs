@@ -1,4 +1,9 @@
-//! Facts about this machine for results.json, and small /proc readers.
+//! The machines: facts about this one for results.json and small /proc readers here; where the
+//! server and the load run when they share it ([`cpus`]); what dbtax reads on the server's host,
+//! here or through `--server-host`'s probe ([`probe`]).
+
+pub mod cpus;
+pub mod probe;
 
 use crate::results::HostInfo;
 

@@ -2,10 +2,10 @@
 //! of it, and the chart of the quantile against the rate with the objective and the
 //! capacities marked.
 
-use super::page::charts::Chart;
-use super::page::svg::{PALETTE, esc, nice_ticks};
-use super::view::View;
-use super::words::{capitalize, phrase};
+use super::View;
+use crate::report::page::charts::Chart;
+use crate::report::page::svg::{PALETTE, esc, nice_ticks};
+use crate::report::words::{capitalize, phrase};
 use crate::results::{Capacity, Results};
 use std::fmt::Write;
 
@@ -230,7 +230,7 @@ impl View for CapacityView<'_> {
 /// search steps hollow), the objective as a dashed line, each capacity as a vertical line
 /// with its interval shaded.
 pub fn chart(r: &Results, slo: &str) -> String {
-    use super::page::svg::{BOTTOM as B, H, LEFT as L, RIGHT as R, TOP as T, W};
+    use crate::report::page::svg::{BOTTOM as B, H, LEFT as L, RIGHT as R, TOP as T, W};
     let caps: Vec<&Capacity> = r.capacity.iter().filter(|c| c.slo == slo).collect();
     let Some(objective) = caps.iter().find_map(|c| c.objective) else {
         return String::new();

@@ -2,11 +2,11 @@
 //! whether it can sustain that load at all. Sections are load points (threads × rate level);
 //! the table, the words, the HTML and the charts all read them from here.
 
-use super::interval::Interval;
-use super::page::charts::{Chart, series_over};
-use super::page::svg::{Axes, bar_chart, esc, line_chart};
-use super::view::View;
-use super::words::{capitalize, phrase, plural};
+use super::View;
+use crate::report::interval::Interval;
+use crate::report::page::charts::{Chart, series_over};
+use crate::report::page::svg::{Axes, bar_chart, esc, line_chart};
+use crate::report::words::{capitalize, phrase, plural};
 use crate::results::{Cell, Estimate, Results};
 use std::fmt::Write;
 
@@ -100,7 +100,7 @@ fn cell<'a>(r: &'a Results, variant: &str, p: &Point) -> Option<&'a Cell> {
 }
 
 /// "+0.021 ms [+0.010, +0.032]".
-pub(super) fn ms(e: &Estimate) -> String {
+pub(crate) fn ms(e: &Estimate) -> String {
     format!("{} ms", Interval::estimate(e).decimals(3))
 }
 

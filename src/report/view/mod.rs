@@ -1,7 +1,13 @@
-//! How a run is shown: closed loop (the throughput overhead, by thread count: `closed`) or
-//! at a rate (added latency and server CPU, by load point: `rate`), each a `View`. The table,
+//! How a run is shown: closed loop (the throughput overhead, by thread count: [`closed`]), at
+//! a rate (added latency and server CPU, by load point: [`rate`]), capacity at an objective
+//! ([`capacity`]) or production's own traffic (`dbtax live`: [`live`]), each a [`View`]. The table,
 //! the words, the HTML and the charts are handed the run's view (`report::view` chooses it)
 //! and ask it for their part; none of them forks on the mode itself.
+
+pub mod capacity;
+pub mod closed;
+pub mod live;
+pub mod rate;
 
 use super::page::charts::Chart;
 

@@ -1,12 +1,13 @@
-//! `dbtax features`: the catalog, and whether the target supports each feature.
+//! What dbtax can measure: `dbtax features` (the catalog, and whether the target supports each
+//! feature) and `dbtax presets` (the four seed studies, reproduced).
 
 use crate::cli::FeaturesArgs;
 use crate::config::server_config;
 use crate::server::{Server, Support, SupportContext, registry};
 use anyhow::Result;
 
-/// List the catalog, with each feature's support on the target.
-pub fn run(args: FeaturesArgs) -> Result<()> {
+/// `dbtax features`: list the catalog, with each feature's support on the target.
+pub fn features(args: FeaturesArgs) -> Result<()> {
     if args.offline {
         for engine in registry::all() {
             crate::outln!("{}:", engine.title);
@@ -38,6 +39,15 @@ pub fn run(args: FeaturesArgs) -> Result<()> {
             Support::No(why) => ("no", format!(" ({why})")),
         };
         crate::outln!("  {:<22} {:<4} {}{}", f.name, mark, f.description, note);
+    }
+    Ok(())
+}
+
+/// `dbtax presets`: list the presets.
+pub fn presets() -> Result<()> {
+    crate::outln!("Presets (dbtax run --preset NAME [--quick | --full]):");
+    for p in crate::config::presets::ALL {
+        crate::outln!("  {:<17} {}\n  {:<17} {}", p.name, p.summary, "", p.study);
     }
     Ok(())
 }

@@ -4,15 +4,15 @@
 //! table, the page's view ([`LiveView`]: its words, tables and timeline) and the CSV of the
 //! windows.
 
-use super::page::charts::Chart;
-use super::page::svg::{BOTTOM, H, LEFT, PALETTE, RIGHT, TOP, W, esc, nice_ticks};
-use super::view::View;
+use super::View;
+use crate::report::page::charts::Chart;
+use crate::report::page::svg::{BOTTOM, H, LEFT, PALETTE, RIGHT, TOP, W, esc, nice_ticks};
 use crate::results::live::{Interval, LiveEstimate, LiveResults, Window};
 use std::fmt::Write;
 
 fn interval(i: Option<Interval>, unit: &'static str, digits: usize) -> String {
     i.map_or("-".into(), |i| {
-        super::interval::Interval::of(i.value, i.ci95, unit, digits).to_string()
+        crate::report::interval::Interval::of(i.value, i.ci95, unit, digits).to_string()
     })
 }
 

@@ -142,7 +142,7 @@ pub fn read(ask: &Ask) -> Reading {
 /// Find the server's process: the pid its pid file names, running a program of one of the
 /// expected names, and listening on the socket or the port the server says it listens on
 /// (another server's stale pid file, or a port forwarded elsewhere, fails this).
-pub fn find(f: &Find) -> Result<Found, String> {
+pub fn find_server(f: &Find) -> Result<Found, String> {
     let text = std::fs::read_to_string(&f.pid_file)
         .map_err(|e| format!("cannot read the pid file {} ({e})", f.pid_file))?;
     let pid: u32 = text
@@ -374,8 +374,8 @@ pub trait Reader: Send + Sync {
         self.here()
     }
     /// Find the server's process there.
-    fn find(&self, f: &Find) -> anyhow::Result<Found> {
-        find(f).map_err(|e| anyhow::anyhow!(e))
+    fn find_server(&self, f: &Find) -> anyhow::Result<Found> {
+        find_server(f).map_err(|e| anyhow::anyhow!(e))
     }
     /// Up to `max` bytes of a file there from byte `from` (`dbtax capture`'s log).
     fn read_file(&self, path: &str, from: u64, max: u32) -> anyhow::Result<Vec<u8>> {
@@ -452,14 +452,14 @@ mod tests {
             socket: Some(sock.display().to_string()),
             port: None,
         };
-        let found = find(&f).unwrap();
+        let found = find_server(&f).unwrap();
         assert_eq!(found.pid, std::process::id());
         assert!(found.found_by.contains("s.sock"), "{found:?}");
         f.socket = Some(dir.path().join("other.sock").display().to_string());
-        assert!(find(&f).unwrap_err().contains("does not listen"));
+        assert!(find_server(&f).unwrap_err().contains("does not listen"));
         f.socket = Some(sock.display().to_string());
         f.names = vec!["mariadbd".into()];
-        assert!(find(&f).unwrap_err().contains("not mariadbd"));
+        assert!(find_server(&f).unwrap_err().contains("not mariadbd"));
     }
 
     /// A reading goes through the agents' protocol and comes back the same (thread ids are

@@ -4,12 +4,12 @@
 //! tables, the charts). Beside `rate`, the view of a run at fixed rates; the renderers are
 //! handed one of the two and never choose.
 
-use super::interval::Interval;
-use super::interval::verdict_of;
-use super::page::charts::{Chart, series_over};
-use super::page::svg::{Axes, Series, bar_chart, esc, line_chart};
-use super::view::View;
-use super::words::{capitalize, phrase, plural};
+use super::View;
+use crate::report::interval::Interval;
+use crate::report::interval::verdict_of;
+use crate::report::page::charts::{Chart, series_over};
+use crate::report::page::svg::{Axes, Series, bar_chart, esc, line_chart};
+use crate::report::words::{capitalize, phrase, plural};
 use crate::results::Verdict;
 use crate::results::{Cell, Overhead, Results};
 use dbtax_stats::intervals::overhead::{MIN_BLOCKS, mde_of, robust_to_tell};
@@ -22,7 +22,7 @@ pub struct ClosedLoop<'a>(pub &'a Results);
 impl View for ClosedLoop<'_> {
     fn headlines(&self) -> Vec<String> {
         let mut h = headlines(self.0);
-        h.extend(super::analysis::headlines(self.0));
+        h.extend(crate::report::analysis::headlines(self.0));
         h
     }
 
@@ -131,7 +131,7 @@ fn table(r: &Results, width: usize) -> String {
                 }
             }
         }
-        s += &super::analysis::table_lines(r, t);
+        s += &crate::report::analysis::table_lines(r, t);
     }
     s
 }
@@ -176,7 +176,7 @@ fn html(r: &Results) -> String {
         }
         s += "</table>\n";
     }
-    s + &super::analysis::html(r)
+    s + &crate::report::analysis::html(r)
 }
 
 /// Thread counts in the order they appear.
