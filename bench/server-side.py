@@ -38,6 +38,8 @@ dbtax/reference of the off state's server CPU per statement and the difference o
 
     python3 bench/server-side.py --engine mariadb --threads 8,32 --rounds 8
     python3 bench/server-side.py --engine postgres --protocol text --threads 8
+    python3 bench/server-side.py --engine postgres --protocol text --threads 4 \
+        --design together --rate 750
 
 A benchmark, not a test: the machine is shared, only what is measured side by side in one run
 means anything, and the intervals say how much.
@@ -190,12 +192,14 @@ class MariaDB:
     def logs(self):
         return [f"{self.dir}/general.log", f"{self.dir}/slow.log"]
 
-    def reference_cmd(self, protocol, threads, n, seconds=None):
+    def reference_cmd(self, protocol, threads, n, seconds=None, rate=None):
         ps = {"prepared": "auto", "text": "disable"}[protocol]
         howlong = [f"--time={seconds}"] if seconds else [f"--events={n}", "--time=0"]
         user = ["--mysql-user=ref"] if seconds else []
+        paced = [f"--rate={rate}"] if rate else []
         return pinned(["sysbench", "oltp_point_select"] + self.sysbench_args() + user
-                      + [f"--threads={threads}", f"--db-ps-mode={ps}"] + howlong + ["run"])
+                      + [f"--threads={threads}", f"--db-ps-mode={ps}"] + howlong + paced
+                      + ["run"])
 
     def reference_qps(self, out):
         return float(re.search(r"queries:\s+\d+\s+\(([\d.]+) per sec", out).group(1))
@@ -297,9 +301,10 @@ class Postgres:
     def logs(self):
         return [f"{self.dir}/data/log/postgresql.log"]
 
-    def reference_cmd(self, protocol, threads, n, seconds=None):
+    def reference_cmd(self, protocol, threads, n, seconds=None, rate=None):
         mode = {"prepared": "prepared", "text": "simple", "extended": "extended"}[protocol]
         howlong = ["-T", str(seconds)] if seconds else ["-t", str(max(1, n // threads))]
+        howlong += ["-R", str(rate)] if rate else []
         # One thread per client, as an application's connections each have theirs (and as
         # dbtax runs them); REF_JOBS=1 gives pgbench's own default (one thread for all).
         jobs = os.environ.get("REF_JOBS", str(threads))
@@ -316,8 +321,9 @@ class Postgres:
         self.proc.wait()
 
 
-def dbtax_cmd(server, protocol, threads, n, seconds=None):
+def dbtax_cmd(server, protocol, threads, n, seconds=None, rate=None):
     howlong = ["--duration", f"{seconds}s"] if seconds else ["--queries", str(n)]
+    howlong += ["--rate", str(rate)] if rate else []
     url = server.own_url if seconds else server.url
     # DBTAX_ARGS adds to dbtax's flags (DBTAX_ARGS="--client-threads 0").
     extra = os.environ.get("DBTAX_ARGS", "").split()
@@ -326,15 +332,16 @@ def dbtax_cmd(server, protocol, threads, n, seconds=None):
                    "--json"] + howlong + extra)
 
 
-def together(server, protocol, threads, variants, rounds, window, rng):
-    """Both clients at once; per round every variant for `window` seconds, in a random
-    order. Returns {(client, variant): [server µs per statement, one per round]}."""
+def together(server, protocol, threads, variants, rounds, window, rng, rate=None):
+    """Both clients at once (each at `rate` statements per second when given, else as fast
+    as it goes); per round every variant for `window` seconds, in a random order. Returns
+    {(client, variant): [server µs per statement, one per round]}."""
     settle = 1.0
     seconds = int(rounds * len(variants) * (window + settle + 0.5)) + 10
     server.together(True)
-    procs = [subprocess.Popen(server.reference_cmd(protocol, threads, 0, seconds),
+    procs = [subprocess.Popen(server.reference_cmd(protocol, threads, 0, seconds, rate),
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL),
-             subprocess.Popen(dbtax_cmd(server, protocol, threads, 0, seconds),
+             subprocess.Popen(dbtax_cmd(server, protocol, threads, 0, seconds, rate),
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
     per = {(c, v): [] for c in ("ref", "dbtax") for v in variants}
     try:
@@ -454,8 +461,14 @@ def main():
                     help="together, apart, or both (the default: together,apart)")
     ap.add_argument("--window", type=float, default=3.0,
                     help="seconds per variant when the clients run together")
+    ap.add_argument("--rate", type=int, default=None,
+                    help="together only: each client at this many statements per second "
+                         "(sysbench --rate, pgbench -R, dbtax --rate), as production's "
+                         "clients run below the server's capacity")
     ap.add_argument("--seed", type=int, default=None)
     a = ap.parse_args()
+    if a.rate and a.design != "together":
+        ap.error("--rate goes with --design together")
     if not os.access(DBTAX, os.X_OK):
         subprocess.run(["cargo", "build", "--release"], cwd=ROOT, check=True)
     threads = [int(t) for t in a.threads.split(",")]
@@ -475,7 +488,7 @@ def main():
                 reached = [v for v in variants if v not in server.open_sessions_miss]
                 report_together(t, server.reference, reached,
                                 together(server, a.protocol, t, reached, a.rounds, a.window,
-                                         rng))
+                                         rng, a.rate))
                 for v in server.open_sessions_miss:
                     print(f"  ({v}: switched only for sessions opened after it, so not "
                           "measured together)")
