@@ -337,7 +337,9 @@ def together(server, protocol, threads, variants, rounds, window, rng, rate=None
     as it goes); per round every variant for `window` seconds, in a random order. Returns
     {(client, variant): [server µs per statement, one per round]}."""
     settle = 1.0
-    seconds = int(rounds * len(variants) * (window + settle + 0.5)) + 10
+    # The clients are stopped at the end; they are given ample time (each switch and reading
+    # runs psql or mariadb, slower than it looks with 64 connections busy).
+    seconds = int(2 * rounds * len(variants) * (window + settle + 1.0)) + 30
     server.together(True)
     procs = [subprocess.Popen(server.reference_cmd(protocol, threads, 0, seconds, rate),
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL),

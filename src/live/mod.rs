@@ -329,6 +329,16 @@ pub fn prepare(config: &ServerConfig, spec: &LiveSpec) -> Result<Prepared> {
     let cpu_read = server.server_pid.is_some();
     let mut admin = server.admin()?;
     let shapes = admin.shapes_offered()?;
+    if engine == "postgres" && matches!(shapes, Support::Yes(_)) {
+        notes.push(
+            "pg_stat_statements times a statement's execution: a line a feature writes to \
+             the log as the statement arrives (log_statement) or ends \
+             (log_min_duration_statement) is outside it, so the latency added is what the \
+             feature does to execution, not all that a client waits; the server CPU added \
+             counts the writing"
+                .into(),
+        );
+    }
     let errors_read = admin.traffic()?.errors.is_some();
     let own_task = admin.own_task()?.is_some();
     drop(admin);
