@@ -574,8 +574,9 @@ fn a_capacity_run_is_tabled_worded_and_compared() {
     );
 }
 
-/// A live run (`dbtax live`, the general log on a MariaDB that sysbench kept busy at 1,500
-/// statements/s) as every renderer shows it: the table and words per feature, one CSV row
+/// A live run (`dbtax live`, the general log on a MariaDB that sysbench kept busy at 1,000
+/// statements/s, then 1,500 from mid-run: `bash bench/live-vs-lab.sh mariadb 120`) as every
+/// renderer shows it: the table and words per feature, its verdict, one CSV row
 /// per window, a page with the timelines shaded by variant, and `compare` beside a lab run
 /// of the same feature at the same rate (`run --at-rate`), with the difference's interval.
 #[test]
@@ -590,6 +591,9 @@ fn a_live_run_is_shown_by_every_renderer_and_set_beside_a_lab_run() {
         table.contains("general-log on production's own traffic"),
         "{table}"
     );
+    // The verdict, as `run` gives it: the interval clear of zero and past the negligible.
+    assert!(l.estimates[0].verdict.is_some());
+    assert!(table.contains("verdict                     a cost, measured"), "{table}");
     let rows = csv::render(&r);
     assert_eq!(rows.lines().count(), 1 + l.windows.len(), "{rows}");
     assert!(rows.starts_with("window,start_s,variant,pair"), "{rows}");
