@@ -159,6 +159,18 @@ class MariaDB:
     # MariaDB copies the slow log's switch (log_slow_query) and long_query_time into each
     # session when it connects: clients already running never see it switched.
     open_sessions_miss = ["slow-log"]
+    # Together, the slow log is measured another way: the sessions open with it on and
+    # long_query_time = 0, and log_output (global, read as each statement is logged) switches
+    # the writing, NONE ("no logging takes place, even if the slow query log is enabled") or
+    # FILE. Its off state keeps the slow log's decision for every statement, the same for both
+    # clients.
+    by_output = {
+        "before": "SET GLOBAL long_query_time = 0; SET GLOBAL slow_query_log = ON; "
+                  "SET GLOBAL log_output = 'NONE'",
+        "off": "SET GLOBAL log_output = 'NONE'",
+        "features": {"slow-log": "SET GLOBAL log_output = 'FILE'"},
+        "after": "SET GLOBAL log_output = 'FILE'",
+    }
 
     def together(self, on):
         """Count statements per user (userstat) while the clients run together."""
@@ -262,6 +274,7 @@ class Postgres:
         self.together(False)
 
     open_sessions_miss = []
+    by_output = None
 
     def together(self, on):
         """Count each database's statements (pg_stat_statements) while the clients run
@@ -332,10 +345,16 @@ def dbtax_cmd(server, protocol, threads, n, seconds=None, rate=None):
                    "--json"] + howlong + extra)
 
 
-def together(server, protocol, threads, variants, rounds, window, rng, rate=None):
+def together(server, protocol, threads, variants, rounds, window, rng, rate=None, how=None):
     """Both clients at once (each at `rate` statements per second when given, else as fast
     as it goes); per round every variant for `window` seconds, in a random order. Returns
-    {(client, variant): [server µs per statement, one per round]}."""
+    {(client, variant): [server µs per statement, one per round]}. `how`: another way to
+    switch (`by_output`: run before the clients connect, the off state, the features, run
+    after)."""
+    how = how or {"before": None, "off": server.off, "features": server.features,
+                  "after": None}
+    if how["before"]:
+        server.sql(how["before"])
     settle = 1.0
     # The clients are stopped at the end; they are given ample time (each switch and reading
     # runs psql or mariadb, slower than it looks with 64 connections busy).
@@ -352,7 +371,8 @@ def together(server, protocol, threads, variants, rounds, window, rng, rate=None
             order = list(variants)
             rng.shuffle(order)
             for v in order:
-                server.sql(server.off if v == "off" else server.off + "; " + server.features[v])
+                server.sql(how["off"] if v == "off"
+                           else how["off"] + "; " + how["features"][v])
                 time.sleep(settle)
                 a = server.per_client()
                 time.sleep(window)
@@ -368,6 +388,8 @@ def together(server, protocol, threads, variants, rounds, window, rng, rate=None
             p.kill()
             p.wait()
         server.sql(server.off)
+        if how["after"]:
+            server.sql(how["after"])
         server.together(False)
     return per
 
@@ -491,9 +513,14 @@ def main():
                 report_together(t, server.reference, reached,
                                 together(server, a.protocol, t, reached, a.rounds, a.window,
                                          rng, a.rate))
-                for v in server.open_sessions_miss:
-                    print(f"  ({v}: switched only for sessions opened after it, so not "
-                          "measured together)")
+                if server.by_output:
+                    how = server.by_output
+                    print("\n(the slow log with the sessions opened under it, switched by "
+                          "log_output NONE / FILE)")
+                    report_together(t, server.reference, ["off"] + list(how["features"]),
+                                    together(server, a.protocol, t,
+                                             ["off"] + list(how["features"]), a.rounds,
+                                             a.window, rng, a.rate, how))
             if "apart" not in designs:
                 continue
             per = {(c, v): [] for c in clients for v in variants}
