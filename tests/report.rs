@@ -593,7 +593,10 @@ fn a_live_run_is_shown_by_every_renderer_and_set_beside_a_lab_run() {
     );
     // The verdict, as `run` gives it: the interval clear of zero and past the negligible.
     assert!(l.estimates[0].verdict.is_some());
-    assert!(table.contains("verdict                     a cost, measured"), "{table}");
+    assert!(
+        table.contains("verdict                     a cost, measured"),
+        "{table}"
+    );
     let rows = csv::render(&r);
     assert_eq!(rows.lines().count(), 1 + l.windows.len(), "{rows}");
     assert!(rows.starts_with("window,start_s,variant,pair"), "{rows}");
