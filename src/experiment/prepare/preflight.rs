@@ -6,9 +6,7 @@
 
 use crate::error::usage;
 use crate::experiment::prepare::plan::{LogFiles, Plan, PlannedVariant, Restarter, Statements};
-use crate::experiment::prepare::states::{
-    check_contradictions, feature_named, features, held, held_notes, states,
-};
+use crate::experiment::prepare::states::{feature_named, features, held, held_notes, states};
 use crate::experiment::spec::Experiment;
 use crate::feature::pending::ensure_no_pending_journal;
 use crate::feature::toggle::{State, Switches};
@@ -30,8 +28,7 @@ const REPLAY_LOCKS: &str = "replay: its three locks (statements that may change 
 /// Resolve `exp` for `server`. `restart_cmd`: the user's way to restart their server.
 pub fn preflight(exp: &Experiment, server: &Server, restart_cmd: Option<&str>) -> Result<Plan> {
     let features = features(exp, |name| server.feature(name))?;
-    let held = held(&features)?;
-    check_contradictions(exp, &features, &held)?;
+    let held = held(exp, &features)?;
     let (mut touched, states) = states(exp, &features, &held);
 
     let mut admin = server.admin()?;
@@ -554,7 +551,7 @@ mod tests {
             (mysql.feature)(n).ok_or_else(|| anyhow::anyhow!("{n}"))
         })
         .unwrap();
-        let held = held(&fs).unwrap();
+        let held = held(&e, &fs).unwrap();
         let (touched, states) = states(&e, &fs, &held);
         assert!(touched.contains(&"general_log".to_string()));
         let get = |s: &State, k: &str| s.iter().find(|(n, _)| n == k).unwrap().1.clone();

@@ -39,9 +39,28 @@ pub(super) struct HeldSetting<'f> {
     pub feature: &'f Feature,
 }
 
-/// The settings the features hold in every variant (`Feature::held`); two features that
-/// need different values cannot run in one experiment.
-pub(super) fn held<'f>(features: &'f [Feature]) -> Result<Vec<HeldSetting<'f>>> {
+/// The settings the features hold in every variant (`Feature::held`), the variants checked
+/// first: a variant whose own settings undo its feature, two features that need different
+/// values in one experiment, and a variant that changes a setting the run holds would not
+/// measure what they say: refused.
+pub(super) fn held<'f>(exp: &Experiment, features: &'f [Feature]) -> Result<Vec<HeldSetting<'f>>> {
+    for v in &exp.variants {
+        for (k, val) in &v.set {
+            for name in &v.features {
+                let f = feature_named(features, name);
+                if let Some((_, want)) = f.on.iter().find(|(n, _)| n == k)
+                    && !same_value(want, val)
+                {
+                    return Err(usage(format!(
+                        "variant '{}' switches on feature '{name}' ({k} = {want}) and sets \
+                         {k} = {val}, which undoes it: drop one of the two. Nothing was changed",
+                        v.name
+                    )));
+                }
+            }
+        }
+    }
+
     let mut out: Vec<HeldSetting> = vec![];
     for f in features {
         for (k, v) in f.held {
@@ -63,31 +82,10 @@ pub(super) fn held<'f>(features: &'f [Feature]) -> Result<Vec<HeldSetting<'f>>> 
             }
         }
     }
-    Ok(out)
-}
 
-/// A variant whose own settings undo its feature, or change a setting the run holds, would
-/// not measure what it says: refused.
-pub(super) fn check_contradictions(
-    exp: &Experiment,
-    features: &[Feature],
-    held: &[HeldSetting],
-) -> Result<()> {
     for v in &exp.variants {
         for (k, val) in &v.set {
-            for name in &v.features {
-                let f = feature_named(features, name);
-                if let Some((_, want)) = f.on.iter().find(|(n, _)| n == k)
-                    && !same_value(want, val)
-                {
-                    return Err(usage(format!(
-                        "variant '{}' switches on feature '{name}' ({k} = {want}) and sets \
-                         {k} = {val}, which undoes it: drop one of the two. Nothing was changed",
-                        v.name
-                    )));
-                }
-            }
-            if let Some(h) = held.iter().find(|h| h.name == *k)
+            if let Some(h) = out.iter().find(|h| h.name == *k)
                 && !same_value(&h.value, val)
             {
                 return Err(usage(format!(
@@ -99,7 +97,7 @@ pub(super) fn check_contradictions(
             }
         }
     }
-    Ok(())
+    Ok(out)
 }
 
 /// Every variable any variant touches (first-seen order), and each variant's full state:
@@ -181,4 +179,60 @@ pub(super) fn held_notes(held: &[HeldSetting], current: &BTreeMap<String, String
             })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiment::spec::{VariantSpec, variants_for_features};
+
+    fn general_log() -> Feature {
+        (crate::server::mysql::ENGINE.feature)("general-log").unwrap()
+    }
+
+    fn with_set(set: &[(&str, &str)]) -> Experiment {
+        let mut e = Experiment::defaults();
+        e.variants = variants_for_features(&["general-log".into()]);
+        e.variants[1].set = set
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        e
+    }
+
+    #[test]
+    fn variants_that_would_not_measure_what_they_say_are_refused() {
+        let features = [general_log()];
+        let err = |e: &Experiment, fs: &[Feature]| held(e, fs).err().unwrap().to_string();
+
+        // Another spelling of the same values is no contradiction.
+        let same = with_set(&[("general_log", "1"), ("log_output", "file")]);
+        let kept = held(&same, &features).unwrap();
+        assert_eq!(
+            (kept[0].name.as_str(), kept[0].value.as_str()),
+            ("log_output", "FILE")
+        );
+
+        let undone = with_set(&[("general_log", "OFF")]);
+        assert!(err(&undone, &features).contains("which undoes it"));
+
+        let moved = with_set(&[("log_output", "TABLE")]);
+        let e = err(&moved, &features);
+        assert!(
+            e.contains("holds log_output = FILE in every variant"),
+            "{e}"
+        );
+
+        let mut other = general_log();
+        other.name = "general-log-to-a-table";
+        other.held = &[("log_output", "TABLE")];
+        let mut two = with_set(&[]);
+        two.variants.push(VariantSpec {
+            name: "table".into(),
+            features: vec![other.name.into()],
+            ..Default::default()
+        });
+        let e = err(&two, &[general_log(), other]);
+        assert!(e.contains("cannot differ between variants"), "{e}");
+    }
 }
