@@ -153,6 +153,16 @@ fn broken_experiment_files_say_what_is_wrong() {
         "[[variant]]\nname = \"a\"\n[[variant]]\nname = \"a\"\n",
     );
     fails_with_usage(&["run", p.to_str().unwrap()], "two variants are named 'a'");
+    // A workload that contradicts itself is said as such, before its log is read.
+    let p = write(
+        "log-without-replay.toml",
+        "[workload]\nkind = \"point-select\"\nlog = \"/nonexistent/general.log\"\n\
+         [[variant]]\nname = \"off\"\n[[variant]]\nname = \"on\"\nfeature = \"general-log\"\n",
+    );
+    fails_with_usage(
+        &["run", p.to_str().unwrap(), "--dry-run"],
+        "--log goes with --workload replay",
+    );
     fails_with_usage(
         &["run", "/nonexistent/exp.toml"],
         "cannot read experiment file",

@@ -31,7 +31,6 @@ pub struct Measurement {
 pub fn bench(args: &BenchArgs) -> Result<Measurement> {
     let server = server_config(&args.target, None)?;
     let mut workload = workload_from(&args.workload, Workload::default())?;
-    workload.validate()?;
     if args.threads == 0 {
         return Err(usage("--threads must be at least 1"));
     }

@@ -69,8 +69,7 @@ pub fn server_config(args: &TargetArgs, file_target: Option<&str>) -> Result<Ser
 }
 
 /// Apply workload flags over a base workload (from a file, or the default). Not validated
-/// here: the caller validates the whole it becomes part of, once (`Experiment::validate`;
-/// `dbtax bench`'s workload on its own).
+/// here: `load_replay`, which both commands call next, checks it before reading its log.
 pub fn workload_from(args: &WorkloadArgs, mut base: Workload) -> Result<Workload> {
     if let Some(k) = args.workload {
         base.kind = k;
@@ -144,7 +143,8 @@ fn replay_from(args: &WorkloadArgs, base: &mut Workload) -> Result<()> {
     }
 }
 
-/// Read a replay's slice before anything changes (a log that cannot be read is bad input);
+/// Check the workload, then read a replay's slice before anything changes (a log that
+/// cannot be read is bad input);
 /// a recorded pace runs as rate mode at the slice's recorded rate. `longest`: the longest a
 /// trial's load runs (warm-up and window); `agents`: whether agents make the load.
 pub fn load_replay(
@@ -154,6 +154,8 @@ pub fn load_replay(
     open: &mut Option<crate::experiment::spec::OpenLoop>,
 ) -> Result<()> {
     use dbtax_logs::replay_spec::Pace;
+    // A workload that contradicts itself is said as such, before its log is read.
+    workload.validate()?;
     let Some(spec) = workload.replay.clone() else {
         return Ok(());
     };
